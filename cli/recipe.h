@@ -1,0 +1,54 @@
+// Recipe: the typed, validated description of a run (docs/recipes.md). YAML is parsed into these structs once,
+// here in cli/, and every library receives its own typed config (nn::ModelConfig, data::DataConfig, ...),
+// never a YAML node (docs/style.md R19).
+//
+// Errors: LoadRecipe reports *all* problems at once, one per line, each as
+//   "<file>:<line>:<column>: <key.path>: <what is wrong>"
+// with a "did you mean '<key>'?" hint for unknown keys, as a kInvalidArgument Status (exit code 2).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "datasets/data_config.h"
+#include "engine/base/status.h"
+#include "nn/models/model_config.h"
+#include "nn/optim/optimizer_config.h"
+
+namespace geomx::cli {
+
+struct TrainingConfig {
+  int epochs = 5;                  // >= 1
+  int64_t max_iterations = 0;      // stop after this many iterations in total; 0 = no limit
+  int64_t eval_every = 0;          // evaluate every N iterations (plus at every epoch end); 0 = epoch ends only
+  int64_t eval_limit = 0;          // evaluate on at most N test examples at intermediate evals; 0 = all
+  float target_accuracy = 0.0f;    // [0, 1]; 0 = none. Records time_to_target; training continues
+  bool stop_at_target = false;     // stop as soon as target_accuracy is reached
+  int64_t checkpoint_every = 0;    // also checkpoint every N iterations; 0 = at epoch ends only
+  int64_t log_every = 50;          // progress line every N iterations when stdout is not a terminal, >= 1
+};
+
+struct Recipe {
+  std::string source;        // file the recipe came from ("<string>" when parsed from text)
+  std::string name = "run";  // [A-Za-z0-9._-]+, used in the run folder name
+  uint64_t seed = 42;
+  std::string device = "cpu";  // cpu | cuda | cuda:N | auto
+  int threads = 0;             // compute threads; 0 = all cores
+  nn::ModelConfig model;
+  data::DataConfig data;
+  nn::OptimizerConfig optimizer;
+  nn::LrScheduleConfig lr_schedule;  // recipe key: optimizer.schedule
+  TrainingConfig training;
+};
+
+// Reads and validates `path`, then applies `overrides` ("a.b=c", the --set flags; a bad key or a value of the
+// wrong type is an error naming the flag) and validates the result.
+Result<Recipe> LoadRecipe(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same, from YAML text; `source` names it in errors.
+Result<Recipe> ParseRecipe(const std::string& yaml_text, const std::string& source,
+                           const std::vector<std::string>& overrides = {});
+// The resolved recipe (every key, defaults filled in) as YAML that ParseRecipe accepts again.
+std::string RecipeToYaml(const Recipe& recipe);
+
+}  // namespace geomx::cli

@@ -1,0 +1,40 @@
+// DataConfig: what `data:` in a recipe says. Parsed and validated in cli/recipe.cc; consumed by OpenDataset().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace geomx::data {
+
+enum class PartitionKind : uint8_t { kIid, kByClass, kDirichlet };
+
+struct DataConfig {
+  // mnist | fashion-mnist | cifar10 | csv | libsvm | image-folder | synthetic (DatasetNames())
+  std::string name = "fashion-mnist";
+  // Directory (idx, cifar10, image-folder: containing train/ and test/) or "auto" (well-known locations,
+  // e.g. /usr/share/datasets/fashion-mnist). For csv/libsvm: the training file; `test_path` the test file.
+  std::string path = "auto";
+  std::string test_path;            // csv | libsvm: optional test file; empty => split off test_fraction
+  float test_fraction = 0.2f;       // csv | libsvm without test_path: (0, 1)
+  int batch_size = 32;              // >= 1
+  PartitionKind partition = PartitionKind::kIid;
+  float dirichlet_alpha = 0.5f;     // partition: dirichlet(alpha), alpha > 0
+  bool shuffle = true;
+  int prefetch = 2;                 // batches prepared ahead by the loader thread, >= 0 (0: no thread)
+  bool normalize = true;            // images: (x/255 - mean)/std with per-dataset constants
+  bool augment = false;             // images: random crop (pad 4 for cifar10, 2 otherwise) + horizontal flip
+  // csv
+  int label_column = -1;            // index of the label column; -1 => last
+  bool header = true;               // first row is a header
+  // libsvm: number of features (0 => max index seen + 1)
+  int num_features = 0;
+  // image-folder: decoded images are resized to this
+  int image_height = 32, image_width = 32, image_channels = 3;
+  // synthetic: a deterministic Gaussian-blob classification set
+  int64_t synthetic_train = 2048, synthetic_test = 512;
+  int synthetic_classes = 10;
+  std::vector<int64_t> synthetic_shape = {1, 8, 8};  // one example's shape
+};
+
+}  // namespace geomx::data

@@ -1,0 +1,44 @@
+// Differentiable operations: each forward calls engine/ops.h and records its gradient rule (a Node).
+// Shapes follow ops.h. Every function here has a finite-difference test in tests/engine/.
+#pragma once
+
+#include "engine/autograd/variable.h"
+#include "engine/base/rng.h"
+#include "engine/op_params.h"
+
+namespace geomx::autograd {
+
+Variable MatMul(const Variable& a, const Variable& b);
+Variable Linear(const Variable& x, const Variable& w, const Variable& b);  // b may be undefined
+Variable Conv2d(const Variable& x, const Variable& w, const Variable& b, const Conv2dParams& p);
+Variable Pool2d(const Variable& x, const Pool2dParams& p);
+// training: batch statistics and running-stat update; otherwise running statistics (no grad to stats).
+Variable BatchNorm(const Variable& x, const Variable& gamma, const Variable& beta, Tensor* running_mean,
+                   Tensor* running_var, bool training, const BatchNormParams& p);
+Variable Activation(ActivationKind k, const Variable& x);
+Variable Softmax(const Variable& x);
+Variable LogSoftmax(const Variable& x);
+// Inverted dropout: zeroes with probability p and scales by 1/(1-p) when training; identity otherwise.
+Variable Dropout(const Variable& x, float p, bool training, Rng& rng);
+Variable Reshape(const Variable& x, const Shape& shape);
+Variable Flatten(const Variable& x);  // [N, ...] -> [N, prod(...)]
+
+Variable Add(const Variable& a, const Variable& b);  // same shape, or b scalar / [C] broadcast (ops.h)
+Variable Sub(const Variable& a, const Variable& b);
+Variable Mul(const Variable& a, const Variable& b);
+Variable MulScalar(const Variable& x, float s);
+Variable AddScalar(const Variable& x, float s);
+Variable Exp(const Variable& x);
+Variable Log(const Variable& x);
+Variable Square(const Variable& x);
+Variable Sum(const Variable& x);   // -> scalar
+Variable Mean(const Variable& x);  // -> scalar
+
+// Losses (mean over the batch):
+// logits [N, C], labels i64 [N].
+Variable SoftmaxCrossEntropy(const Variable& logits, const Tensor& labels);
+// logits and targets (f32 in [0,1]) of the same shape; numerically stable log-sum-exp form.
+Variable BinaryCrossEntropyWithLogits(const Variable& logits, const Tensor& targets);
+Variable MseLoss(const Variable& pred, const Tensor& target);
+
+}  // namespace geomx::autograd

@@ -1,0 +1,76 @@
+// Parameter structs and op enums shared by ops.h (the user-facing API) and backend.h (the kernel surface).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace geomx {
+
+// 2-D convolution over NCHW input and OIHW weights (groups = 1).
+struct Conv2dParams {
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+  int dilation_h = 1, dilation_w = 1;  // 1 == no dilation
+};
+
+enum class PoolKind : uint8_t { kMax, kAvg };  // kAvg excludes padding from the divisor
+
+struct Pool2dParams {
+  PoolKind kind = PoolKind::kMax;
+  int kernel_h = 2, kernel_w = 2;
+  int stride_h = 2, stride_w = 2;
+  int pad_h = 0, pad_w = 0;
+};
+
+enum class ActivationKind : uint8_t { kRelu, kTanh, kSigmoid, kGelu };  // gelu: the erf form
+// "relu" <-> kRelu ...; ParseActivation returns false for unknown names.
+const char* ActivationName(ActivationKind k);
+bool ParseActivation(const std::string& name, ActivationKind* out);
+
+struct BatchNormParams {
+  float eps = 1e-5f;
+  float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch_stat (PyTorch convention)
+};
+
+// Elementwise binary ops on two tensors of the same shape, or `b` with numel 1 (a scalar broadcast), or `b`
+// of shape [C] broadcast over the last dimension of `a` (bias add).
+enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin };
+
+// Elementwise unary ops; `alpha` is the scalar operand where one is needed.
+enum class UnaryOp : uint8_t {
+  kNeg, kExp, kLog, kSqrt, kAbs, kSquare,
+  kAddScalar,  // x + alpha
+  kMulScalar,  // x * alpha
+  kPowScalar,  // x ^ alpha
+  kClampMin,   // max(x, alpha)
+};
+
+enum class ReduceOp : uint8_t { kSum, kMean, kMax };
+
+// One optimizer update rule, applied elementwise by the backend (math in engine/kernels/optimizer_update.h,
+// written once for every device: docs/style.md R7). Which state tensors each rule reads/writes is listed there.
+enum class UpdateRule : uint8_t {
+  kSgd,        // w -= lr * (g + wd*w)
+  kMomentum,   // v = mu*v + g + wd*w; w -= lr*v                          state: v
+  kNesterov,   // v = mu*v + g'; w -= lr*(g' + mu*v), g' = g + wd*w      state: v
+  kAdaGrad,    // h += g'^2; w -= lr*g'/(sqrt(h)+eps)                    state: h
+  kRmsProp,    // s = rho*s + (1-rho)*g'^2; w -= lr*g'/(sqrt(s)+eps)     state: s
+  kAdaDelta,   // s = rho*s+(1-rho)g'^2; d = sqrt(u+eps)/sqrt(s+eps)*g'; u = rho*u+(1-rho)d^2; w -= lr*d   state: s,u
+  kAdam,       // L2 (wd added to g); bias-corrected with `step`        state: m, v
+  kAdamW,      // decoupled weight decay: w -= lr*wd*w                   state: m, v
+};
+
+struct UpdateHyper {
+  float lr = 0.01f;
+  float weight_decay = 0.0f;
+  float momentum = 0.9f;  // kMomentum, kNesterov
+  float beta1 = 0.9f, beta2 = 0.999f;  // kAdam, kAdamW
+  float rho = 0.9f;       // kRmsProp, kAdaDelta
+  float eps = 1e-8f;
+  int64_t step = 1;       // 1-based update count, for Adam bias correction
+};
+
+// Number of state tensors (each shaped like the parameter, zero-initialised) a rule needs.
+int UpdateRuleStateCount(UpdateRule rule);
+
+}  // namespace geomx

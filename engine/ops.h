@@ -1,0 +1,94 @@
+// ops: the user-facing tensor math API. Each function validates shapes, dtypes and devices (GEOMX_CHECK: a
+// mismatch here is a programmer error), allocates the output on the inputs' device, and dispatches to
+// BackendFor(device). Backend failures (library errors, OOM) also abort with the backend's message; user input is
+// validated before it reaches these functions. Differentiable versions live in engine/autograd/functions.h.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "engine/op_params.h"
+#include "engine/tensor.h"
+
+namespace geomx::ops {
+
+// ---- creation / movement ----
+void Fill(Tensor* t, float value);
+Tensor Cast(const Tensor& x, DType dtype);
+void Copy(const Tensor& src, Tensor* dst);  // same shape/dtype, any devices
+
+// ---- linear algebra ----
+Tensor MatMul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// x [N, I], w [O, I], b [O] or undefined -> [N, O]
+Tensor Linear(const Tensor& x, const Tensor& w, const Tensor& b);
+
+// ---- convolution ----
+Shape Conv2dOutputShape(const Shape& x, const Shape& w, const Conv2dParams& p);
+Tensor Conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);  // b may be undefined
+Tensor Conv2dBackwardData(const Tensor& dy, const Tensor& w, const Shape& x_shape, const Conv2dParams& p);
+// Returns {dw, db}; db undefined when !with_bias.
+std::pair<Tensor, Tensor> Conv2dBackwardFilter(const Tensor& x, const Tensor& dy, const Shape& w_shape,
+                                               bool with_bias, const Conv2dParams& p);
+
+// ---- pooling ----
+Shape Pool2dOutputShape(const Shape& x, const Pool2dParams& p);
+struct PoolResult {
+  Tensor y;
+  Tensor workspace;  // pass back to Pool2dBackward
+};
+PoolResult Pool2d(const Tensor& x, const Pool2dParams& p);
+Tensor Pool2dBackward(const Tensor& x, const Tensor& dy, const Tensor& workspace, const Pool2dParams& p);
+
+// ---- batch norm ----
+struct BatchNormResult {
+  Tensor y, save_mean, save_var;
+};
+BatchNormResult BatchNormTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor* running_mean,
+                                  Tensor* running_var, const BatchNormParams& p);
+Tensor BatchNormInference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                          const Tensor& running_var, const BatchNormParams& p);
+struct BatchNormGrads {
+  Tensor dx, dgamma, dbeta;
+};
+BatchNormGrads BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
+                                 const Tensor& save_var, const Tensor& dy, const BatchNormParams& p);
+
+// ---- activations / softmax ----
+Tensor Activation(ActivationKind k, const Tensor& x);
+Tensor ActivationBackward(ActivationKind k, const Tensor& x, const Tensor& y, const Tensor& dy);
+Tensor Softmax(const Tensor& x);     // [N, C], over C
+Tensor LogSoftmax(const Tensor& x);  // [N, C], over C
+Tensor SoftmaxBackward(bool log, const Tensor& y, const Tensor& dy);
+
+// ---- elementwise ----
+Tensor Binary(BinaryOp op, const Tensor& a, const Tensor& b);
+inline Tensor Add(const Tensor& a, const Tensor& b) { return Binary(BinaryOp::kAdd, a, b); }
+inline Tensor Sub(const Tensor& a, const Tensor& b) { return Binary(BinaryOp::kSub, a, b); }
+inline Tensor Mul(const Tensor& a, const Tensor& b) { return Binary(BinaryOp::kMul, a, b); }
+inline Tensor Div(const Tensor& a, const Tensor& b) { return Binary(BinaryOp::kDiv, a, b); }
+Tensor Unary(UnaryOp op, const Tensor& x, float alpha = 0.0f);
+inline Tensor MulScalar(const Tensor& x, float s) { return Unary(UnaryOp::kMulScalar, x, s); }
+inline Tensor AddScalar(const Tensor& x, float s) { return Unary(UnaryOp::kAddScalar, x, s); }
+void Axpy(float alpha, const Tensor& x, Tensor* y);  // y += alpha * x
+Tensor MaskScale(const Tensor& x, const Tensor& mask, float scale);
+
+// ---- reductions ----
+Tensor Reduce(ReduceOp op, const Tensor& x, int axis_begin, int axis_end);
+Tensor Sum(const Tensor& x);   // all elements -> shape [] (numel 1)
+Tensor Mean(const Tensor& x);  // all elements -> shape []
+Tensor ArgMax(const Tensor& x);  // [N, C] -> i64 [N]
+
+// ---- losses ----
+struct CrossEntropyResult {
+  Tensor loss;   // per-sample [N]
+  Tensor probs;  // [N, C]
+};
+// labels: i64 [N], values in [0, C). A label out of range aborts: loaders validate labels at load time.
+CrossEntropyResult SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels);
+Tensor SoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels, float scale);
+
+// ---- optimizer ----
+void ApplyUpdate(UpdateRule rule, const UpdateHyper& h, const Tensor& grad, Tensor* param,
+                 const std::vector<Tensor*>& state);
+
+}  // namespace geomx::ops

@@ -1,0 +1,69 @@
+// Module: a layer or a model. Owns its parameters, buffers (non-trained state such as batch-norm running
+// statistics) and child modules. Names compose with '.' ("block1.conv.weight"): RegisterModule prefixes every
+// key in the child's subtree with "name.", so Parameter::key() is always the full key once a model is built
+// (build children completely before registering them).
+// Not thread-safe: one thread trains a module at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/autograd/variable.h"
+#include "nn/parameter.h"
+
+namespace geomx::nn {
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual autograd::Variable Forward(const autograd::Variable& x) = 0;
+  // Short type name for summaries ("Conv2d", "Sequential", "GeomxCnn").
+  virtual std::string TypeName() const = 0;
+
+  // All parameters of this module and its children, depth-first in registration order, with full keys.
+  std::vector<Parameter*> Parameters();
+  // All buffers (full keys) — saved in checkpoints, not trained.
+  std::vector<std::pair<std::string, Tensor*>> Buffers();
+  int64_t NumParameters();
+
+  void Train(bool on = true);
+  void Eval() { Train(false); }
+  bool training() const { return training_; }
+
+  // Moves every parameter and buffer to `device`.
+  void To(Device device);
+  void ZeroGrad();
+
+  // One line per module with parameter counts (for `geomx train --dry-run` and logs).
+  std::string Summary();
+
+ protected:
+  // Registration: `name` must be unique within this module and contain no '.'.
+  Parameter* RegisterParameter(const std::string& name, Tensor init);
+  Tensor* RegisterBuffer(const std::string& name, Tensor init);
+  template <typename M>
+  M* RegisterModule(const std::string& name, std::unique_ptr<M> m) {
+    M* raw = m.get();
+    AddChild(name, std::move(m));
+    return raw;
+  }
+  // Called when Train() changes the mode (propagation to children is done by Train()).
+  virtual void OnTrainModeChanged() {}
+
+ private:
+  void AddChild(const std::string& name, std::unique_ptr<Module> m);
+  void Collect(const std::string& prefix, std::vector<Parameter*>* params,
+               std::vector<std::pair<std::string, Tensor*>>* buffers);
+  void SummaryLines(const std::string& prefix, int depth, std::string* out);
+
+  bool training_ = true;
+  void PrefixKeys(const std::string& prefix);  // applied to a child's subtree by AddChild
+
+  std::vector<std::unique_ptr<Parameter>> params_;                        // keys: full keys
+  std::vector<std::pair<std::string, std::unique_ptr<Tensor>>> buffers_;  // names: full names
+  std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
+};
+
+}  // namespace geomx::nn

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages geomx needs to build, test and run `make run`.
+# Idempotent: only missing packages are installed; nothing is downloaded outside apt.
+#   scripts/install-deps.sh          build + tests + make run
+#   scripts/install-deps.sh --bench  also the peer baselines used by bench/ (python3-torch)
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build make pkg-config
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libcli11-dev libyaml-cpp-dev
+  libdnnl-dev ocl-icd-opencl-dev
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  zlib1g-dev libgtest-dev
+  dataset-fashion-mnist
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
