@@ -1,7 +1,7 @@
 // CpuBackend: the reference backend. Dense ops (matmul/inner product, conv, pooling, batch norm, eltwise,
 // softmax) go through oneDNN primitives, cached by shape (onednn_*.cc); elementwise math, reductions, losses and
-// optimizer updates loop over the functors in engine/kernels/ (cpu_elementwise.cc), parallelised with OpenMP-free
-// std::thread-less loops (oneDNN's OpenMP runtime owns the cores). Method contracts: engine/backend.h.
+// optimizer updates loop over the functors in engine/kernels/ (cpu_elementwise.cc); large loops are split over
+// oneDNN's own OpenMP thread pool (no second pool competing for the cores). Method contracts: engine/backend.h.
 // Thread-safe: the primitive cache is guarded by a mutex; primitives execute on a per-call stream.
 #pragma once
 
