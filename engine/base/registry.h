@@ -39,7 +39,10 @@ class Registry {
     auto it = entries_.find(name);
     if (it == entries_.end()) {
       std::string known;
-      for (const auto& [k, v] : entries_) known += (known.empty() ? "" : ", ") + k;
+      for (const auto& [k, v] : entries_) {
+        if (!known.empty()) known += ", ";
+        known += k;
+      }
       return Status::NotFound("unknown name '" + name + "' (known: " + known + ")");
     }
     return it->second.factory(std::forward<Args>(args)...);
