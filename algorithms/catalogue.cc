@@ -1,0 +1,42 @@
+#include "algorithms/catalogue.h"
+
+namespace geomx::algorithms {
+
+const std::vector<AlgorithmInfo>& Catalogue() {
+  static const std::vector<AlgorithmInfo> kCatalogue = {
+      {1, "gradient-descent", "cnn", "Convolutional Neural Network",
+       "push per-layer gradients, pull weights (sum)", "model: {name: geomx-cnn} (also lenet5, resnet20)", true},
+      {2, "gradient-descent", "rnn", "Recurrent Neural Network (LSTM)", "push gradients, pull weights (sum)", "",
+       false},
+      {3, "gradient-descent", "rl", "Reinforcement Learning (policy gradient)", "actors push policy gradients", "",
+       false},
+      {4, "gradient-descent", "rcnn", "Regions with CNN features", "push trunk and head gradients", "", false},
+      {5, "gradient-descent", "mf", "Matrix Factorization", "row-sparse item factors", "", false},
+      {6, "gradient-descent", "gan", "Generative Adversarial Network", "G and D as separate key ranges", "", false},
+      {7, "gradient-descent", "logreg", "Logistic Regression", "push gradients, pull weights (sum)", "", false},
+      {8, "gradient-descent", "ranknet", "RankNet", "queries sharded whole; push gradients", "", false},
+      {9, "gradient-descent", "listnet", "ListNet", "queries sharded whole; push gradients", "", false},
+      {10, "ensemble", "gbdt", "Gradient Boosting Decision Tree", "grad/hess histograms (sum), split broadcast", "",
+       false},
+      {11, "ensemble", "xgboost", "XGBoost", "second-order histograms (sum)", "", false},
+      {12, "ensemble", "random-forest", "Random Forest", "serialized trees (concat)", "", false},
+      {13, "ensemble", "gbrank", "GBrank", "histograms of pair targets (sum)", "", false},
+      {14, "ensemble", "lambdamart", "LambdaMART", "lambda histograms (sum)", "", false},
+      {15, "ensemble", "rankboost", "RankBoost", "weighted r sums (sum), weak ranker broadcast", "", false},
+      {16, "ensemble", "adarank", "AdaRank", "per-feature query sums (sum)", "", false},
+      {17, "support-vector", "svm", "Support Vector Machine", "CoCoA delta-w (sum) or support vectors (concat)",
+       "", false},
+      {18, "support-vector", "svr", "Support Vector Regression", "as SVM", "", false},
+      {19, "support-vector", "ranksvm", "RankSVM", "pairwise gradients (sum)", "", false},
+      {20, "mapreduce", "knn", "k-Nearest Neighbor", "local top-k per query (top-k merge)", "", false},
+      {21, "mapreduce", "kmeans", "KMeans", "per-cluster sums and counts (sum)", "", false},
+      {22, "online", "ftml", "Follow the Moving Leader", "server-side FTML update", "", false},
+      {23, "online", "ftrl", "Follow the Regularized Leader", "row-sparse gradients, server-side FTRL", "", false},
+      {24, "incremental", "feature-extraction", "Feature Extraction", "only head gradients cross the network", "",
+       false},
+      {25, "incremental", "fine-tune", "Fine Tune", "gradients of unfrozen keys", "", false},
+  };
+  return kCatalogue;
+}
+
+}  // namespace geomx::algorithms

@@ -1,0 +1,46 @@
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "cli/json_writer.h"
+#include "cli/recipe.h"
+#include "cli/run_dir.h"
+#include "cli/setup.h"
+#include "cli/trainer.h"
+#include "nn/checkpoint.h"
+
+namespace geomx::cli {
+namespace fs = std::filesystem;
+
+Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe_path,
+                      const std::vector<std::string>& sets, bool json) {
+  GEOMX_ASSIGN_OR_RETURN(Recipe recipe, LoadRecipe(recipe_path, sets));
+  fs::path ckpt = checkpoint;
+  std::error_code ec;
+  if (fs::is_directory(ckpt, ec)) {
+    GEOMX_ASSIGN_OR_RETURN(ckpt, RunDir::LastCheckpoint(ckpt));
+  } else if (!fs::exists(ckpt, ec)) {
+    return Status::NotFound(checkpoint + ": no such checkpoint file or run folder");
+  }
+  GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
+  nn::CheckpointMeta meta;
+  Status st = nn::LoadCheckpoint(ckpt, *setup.model, nullptr, &meta);
+  if (!st.ok()) return st.WithContext(ckpt.string());
+  const EvalResult r = Evaluate(*setup.model, *setup.data.test, setup.device, 500, 0);
+  if (json) {
+    JsonObject j;
+    j.Add("checkpoint", ckpt.string())
+        .Add("iteration", meta.iteration)
+        .Add("test_accuracy", r.accuracy)
+        .Add("test_loss", r.loss)
+        .Add("test_examples", r.examples);
+    std::printf("%s\n", j.str().c_str());
+  } else {
+    std::printf("checkpoint %s (iteration %lld, model %s)\ntest accuracy %.4f  test loss %.4f  (%lld examples)\n",
+                ckpt.c_str(), static_cast<long long>(meta.iteration), meta.model_name.c_str(), r.accuracy,
+                r.loss, static_cast<long long>(r.examples));
+  }
+  return Status::Ok();
+}
+
+}  // namespace geomx::cli

@@ -1,1 +1,180 @@
-int main() { return 0; }
+// geomx: one binary for training, serving, benchmarking and data tools. CLI11 parses flags here and nowhere else;
+// each subcommand returns a Status that becomes the exit code: 0 ok, 2 user error (bad recipe, flags, data),
+// 1 runtime failure, 130 interrupted by Ctrl-C (after a checkpoint).
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/train_command.h"
+#include "engine/base/logging.h"
+#include "engine/base/status.h"
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnSignal(int sig) {
+  if (g_interrupted.exchange(true)) {
+    // Second Ctrl-C: stop now, without the final checkpoint.
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+}
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int ExitCode(const geomx::Status& s) {
+  if (s.ok()) return 0;
+  if (s.code() == geomx::StatusCode::kCancelled) {
+    std::fprintf(stderr, "geomx: %s\n", s.message().c_str());
+    return 130;
+  }
+  std::fprintf(stderr, "geomx: error: %s\n", s.message().c_str());
+  return s.IsUserError() ? 2 : 1;
+}
+
+geomx::Status NotInThisBuild(const std::string& what, const std::string& instead) {
+  return geomx::Status::Unimplemented(what + " is not available in this build yet. " + instead);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"geomx: geo-distributed machine learning over slow WANs"};
+  app.require_subcommand(1);
+  app.footer("Examples:\n  geomx train recipes/quickstart.yaml\n  geomx data list\n  geomx algos\n\n"
+             "Exit codes: 0 ok, 1 runtime failure, 2 bad input (recipe, flags, data), 130 interrupted.");
+  std::string log_level = "warning";
+  app.add_option("--log-level", log_level, "Diagnostics on stderr: debug, info, warning, error")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+
+  // train
+  geomx::cli::TrainFlags train;
+  CLI::App* train_cmd = app.add_subcommand("train", "Train a model from a YAML recipe");
+  train_cmd->add_option("recipe", train.recipe, "Recipe file (docs/recipes.md)")->required();
+  train_cmd->add_option("--set", train.sets, "Override a recipe key: --set data.batch_size=64 (repeatable)");
+  train_cmd->add_option("--out", train.out, "Run folder (default runs/<name>-<timestamp>)");
+  train_cmd->add_option("--resume", train.resume, "Continue the run in this folder from its last checkpoint");
+  train_cmd->add_flag("--dry-run", train.dry_run, "Print the resolved recipe and the plan, then exit");
+  train_cmd->footer(
+      "Example:\n  geomx train recipes/quickstart.yaml --set training.epochs=1 --out runs/try1\n"
+      "  geomx train recipes/quickstart.yaml --resume runs/try1   # after Ctrl-C");
+
+  // eval
+  std::string eval_ckpt, eval_recipe;
+  std::vector<std::string> eval_sets;
+  bool eval_json = false;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "Test accuracy of a checkpoint");
+  eval_cmd->add_option("checkpoint", eval_ckpt, "A .ckpt file or a run folder (its last checkpoint)")->required();
+  eval_cmd->add_option("recipe", eval_recipe, "The recipe the model was trained with")->required();
+  eval_cmd->add_option("--set", eval_sets, "Override a recipe key (repeatable)");
+  eval_cmd->add_flag("--json", eval_json, "Print the result as JSON");
+  eval_cmd->footer("Example:\n  geomx eval runs/quickstart-20261121-101500 recipes/quickstart.yaml");
+
+  // data
+  CLI::App* data_cmd = app.add_subcommand("data", "Datasets: list, inspect");
+  data_cmd->require_subcommand(1);
+  data_cmd->footer("Examples:\n  geomx data list\n"
+                   "  geomx data inspect /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+  CLI::App* data_list = data_cmd->add_subcommand("list", "Known datasets and where `path: auto` finds them");
+  data_list->footer("Example:\n  geomx data list");
+  std::string inspect_path;
+  CLI::App* data_inspect = data_cmd->add_subcommand("inspect", "Describe a data file: format, counts, classes");
+  data_inspect->add_option("file", inspect_path, "IDX (gz or raw), CIFAR-10 batch, CSV or LIBSVM file")->required();
+  data_inspect->footer("Example:\n  geomx data inspect data/train.libsvm");
+  std::string fetch_name;
+  CLI::App* data_fetch = data_cmd->add_subcommand("fetch", "Download a dataset (not available in this build)");
+  data_fetch->add_option("name", fetch_name, "Dataset name")->required();
+  data_fetch->footer("Example:\n  geomx data fetch fashion-mnist");
+
+  // algos, version
+  bool algos_all = false;
+  CLI::App* algos_cmd = app.add_subcommand("algos", "The algorithm catalogue (GeoMX's 25) and built-in models");
+  algos_cmd->add_flag("--all", algos_all, "Also list the algorithms planned but not yet trainable");
+  algos_cmd->footer("Example:\n  geomx algos --all");
+  CLI::App* version_cmd = app.add_subcommand("version", "Version and build options");
+  version_cmd->footer("Example:\n  geomx version");
+
+  // serve (parameter-server roles: a later release)
+  std::string serve_role, serve_recipe, serve_party;
+  int serve_rank = 0;
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Run one parameter-server role (not available in this build)");
+  serve_cmd->add_option("--role", serve_role,
+                        "global-scheduler | global-server | scheduler | server | state-server")->required();
+  serve_cmd->add_option("recipe", serve_recipe, "Recipe file")->required();
+  serve_cmd->add_option("--party", serve_party, "Data centre name");
+  serve_cmd->add_option("--rank", serve_rank, "Index within the party");
+  serve_cmd->footer("Example:\n  geomx serve --role global-server recipes/geo2x2.yaml");
+
+  // bench
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Benchmarks: `geomx bench kernels` (engine vs PyTorch)");
+  std::string bench_recipe;
+  bench_cmd->add_option("recipe", bench_recipe, "Recipe for a configuration comparison (not available yet)");
+  bench_cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2");
+  geomx::cli::BenchKernelsFlags bench_kernels;
+  CLI::App* bench_kernels_cmd =
+      bench_cmd->add_subcommand("kernels", "Training samples/s of geomx-cnn vs PyTorch, same run, ratio");
+  bench_kernels_cmd->add_option("--batch-sizes", bench_kernels.batch_sizes, "Batch sizes")->delimiter(',');
+  bench_kernels_cmd->add_option("--threads", bench_kernels.threads, "Thread counts")->delimiter(',');
+  bench_kernels_cmd->add_option("--iterations", bench_kernels.iterations, "Timed iterations per configuration")
+      ->check(CLI::Range(1, 1000000));
+  bench_kernels_cmd->add_option("--warmup", bench_kernels.warmup, "Warm-up iterations")->check(CLI::Range(0, 10000));
+  bench_kernels_cmd->add_option("--python", bench_kernels.python, "Python with torch (Debian python3-torch)");
+  bench_kernels_cmd->add_option("--torch-script", bench_kernels.torch_script, "PyTorch peer script");
+  bench_kernels_cmd->add_flag("--no-torch", bench_kernels.skip_torch, "Measure geomx only");
+  bench_kernels_cmd->add_option("--json", bench_kernels.json_out, "Also write the results as JSON to this file");
+  bench_kernels_cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2 --json out.json");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  geomx::SetLogLevel(log_level == "debug"  ? geomx::LogLevel::kDebug
+                     : log_level == "info" ? geomx::LogLevel::kInfo
+                     : log_level == "error" ? geomx::LogLevel::kError
+                                            : geomx::LogLevel::kWarning);
+  InstallSignalHandlers();
+
+  geomx::Status status;
+  if (train_cmd->parsed()) {
+    status = geomx::cli::RunTrainCommand(train, &g_interrupted);
+  } else if (eval_cmd->parsed()) {
+    status = geomx::cli::RunEvalCommand(eval_ckpt, eval_recipe, eval_sets, eval_json);
+  } else if (data_list->parsed()) {
+    status = geomx::cli::RunDataListCommand();
+  } else if (data_inspect->parsed()) {
+    status = geomx::cli::RunDataInspectCommand(inspect_path);
+  } else if (data_fetch->parsed()) {
+    status = NotInThisBuild("geomx data fetch",
+                            "Install Debian's dataset packages (apt-get install dataset-fashion-mnist) or point "
+                            "data.path at local files; see `geomx data list`.");
+  } else if (algos_cmd->parsed()) {
+    status = geomx::cli::RunAlgosCommand(algos_all);
+  } else if (version_cmd->parsed()) {
+    status = geomx::cli::RunVersionCommand();
+  } else if (serve_cmd->parsed()) {
+    status = NotInThisBuild("geomx serve (parameter-server roles)",
+                            "Train single-process with `geomx train RECIPE`.");
+  } else if (bench_kernels_cmd->parsed()) {
+    status = geomx::cli::RunBenchKernelsCommand(bench_kernels);
+  } else if (bench_cmd->parsed()) {
+    status = NotInThisBuild("geomx bench RECIPE --configs (accelerator comparison)",
+                            "`geomx bench kernels` measures the engine against PyTorch.");
+  }
+  return ExitCode(status);
+}

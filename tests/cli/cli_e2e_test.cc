@@ -1,0 +1,236 @@
+// The geomx binary end to end, as a user runs it: exit codes, run folders, resume, eval, bad input, Ctrl-C.
+// Every run happens in a scratch directory so nothing is left in the source tree.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/testutil.h"
+
+namespace geomx::testing {
+namespace {
+namespace fs = std::filesystem;
+
+// A small synthetic recipe: a few seconds of training.
+const char* kSmokeRecipe = R"(name: smoke
+seed: 3
+model: {name: mlp, hidden: [32]}
+data:
+  name: synthetic
+  batch_size: 32
+  synthetic_train: 512
+  synthetic_test: 256
+  synthetic_classes: 4
+  synthetic_shape: [16]
+optimizer: {name: adam, lr: 0.01}
+training: {epochs: 2, log_every: 4}
+)";
+
+std::string Field(const std::string& json, const std::string& key) {
+  const auto pos = json.find("\"" + key + "\": ");
+  if (pos == std::string::npos) return "";
+  const auto start = pos + key.size() + 4;
+  const auto end = json.find_first_of(",}", start);
+  return json.substr(start, end - start);
+}
+
+size_t CountLines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(CliTest, HelpForEverySubcommandShowsAnExample) {
+  for (const char* sub : {"train", "eval", "data", "data list", "data inspect", "algos", "version", "serve",
+                          "bench", "bench kernels"}) {
+    auto r = RunGeomx(std::string(sub) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << sub << "\n" << r.output;
+    EXPECT_NE(r.output.find("Example"), std::string::npos) << sub << "\n" << r.output;
+  }
+  EXPECT_EQ(RunGeomx("--help").exit_code, 0);
+}
+
+TEST(CliTest, UnknownFlagsAndSubcommandsAreUserErrors) {
+  EXPECT_EQ(RunGeomx("").exit_code, 2);
+  EXPECT_EQ(RunGeomx("frobnicate").exit_code, 2);
+  EXPECT_EQ(RunGeomx("train").exit_code, 2);  // missing recipe
+  EXPECT_EQ(RunGeomx("train x.yaml --no-such-flag").exit_code, 2);
+}
+
+TEST(CliTest, LaterCapabilitiesSayNotAvailableAndExit2) {
+  ScratchDir dir;
+  WriteFile(dir / "r.yaml", kSmokeRecipe);
+  auto serve = RunGeomx("serve --role server r.yaml", dir.path());
+  EXPECT_EQ(serve.exit_code, 2) << serve.output;
+  EXPECT_NE(serve.output.find("not available"), std::string::npos) << serve.output;
+  auto fetch = RunGeomx("data fetch fashion-mnist", dir.path());
+  EXPECT_EQ(fetch.exit_code, 2);
+  auto bench = RunGeomx("bench r.yaml", dir.path());
+  EXPECT_EQ(bench.exit_code, 2);
+}
+
+TEST(CliTest, VersionAlgosAndDataList) {
+  auto v = RunGeomx("version");
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("geomx "), std::string::npos);
+  auto a = RunGeomx("algos --all");
+  EXPECT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("geomx-cnn"), std::string::npos);
+  EXPECT_NE(a.output.find("kmeans"), std::string::npos);
+  auto d = RunGeomx("data list");
+  EXPECT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_NE(d.output.find("fashion-mnist"), std::string::npos);
+}
+
+TEST(CliTest, TrainWritesRunFolderAndEvalAgrees) {
+  ScratchDir dir;
+  WriteFile(dir / "r.yaml", kSmokeRecipe);
+  auto r = RunGeomx("train r.yaml --out run1", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path run = dir / "run1";
+  const std::string summary = ReadFile(run / "summary.json");
+  EXPECT_EQ(Field(summary, "status"), "\"completed\"");
+  EXPECT_EQ(Field(summary, "iterations"), "32");
+  EXPECT_EQ(Field(summary, "epochs"), "2");
+  EXPECT_EQ(Field(summary, "time_to_target_seconds"), "null");
+  for (const char* k : {"wall_seconds", "final_test_accuracy", "best_test_accuracy", "samples_per_second",
+                        "peak_rss_bytes", "wan_bytes", "lan_bytes"}) {
+    EXPECT_FALSE(Field(summary, k).empty()) << k << " missing in " << summary;
+  }
+  EXPECT_EQ(CountLines(ReadFile(run / "metrics.jsonl")), 2u);
+  EXPECT_EQ(CountLines(ReadFile(run / "metrics.csv")), 3u);  // header + 2 rows
+  EXPECT_TRUE(fs::exists(run / "recipe.yaml"));
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "LAST"));
+
+  // The resolved recipe is itself a valid recipe.
+  auto again = RunGeomx("train run1/recipe.yaml --dry-run", dir.path());
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+
+  auto ev = RunGeomx("eval run1 r.yaml --json", dir.path());
+  ASSERT_EQ(ev.exit_code, 0) << ev.output;
+  EXPECT_EQ(std::stod(Field(ev.output, "test_accuracy")), std::stod(Field(summary, "final_test_accuracy")));
+}
+
+TEST(CliTest, ResumeContinuesToTheSameResultAsOneRun) {
+  ScratchDir dir;
+  WriteFile(dir / "r.yaml", kSmokeRecipe);
+  ASSERT_EQ(RunGeomx("train r.yaml --out full", dir.path()).exit_code, 0);
+  auto first = RunGeomx("train r.yaml --out part --set training.epochs=1", dir.path());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto resumed = RunGeomx("train r.yaml --resume part", dir.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const std::string a = ReadFile(dir / "full" / "summary.json");
+  const std::string b = ReadFile(dir / "part" / "summary.json");
+  EXPECT_EQ(Field(b, "iterations"), "32");
+  EXPECT_EQ(Field(a, "final_test_accuracy"), Field(b, "final_test_accuracy"));
+  EXPECT_EQ(Field(a, "final_test_loss"), Field(b, "final_test_loss"));
+  EXPECT_EQ(CountLines(ReadFile(dir / "part" / "metrics.jsonl")), 2u);
+  // A finished run cannot be resumed without raising the epochs.
+  EXPECT_EQ(RunGeomx("train r.yaml --resume part", dir.path()).exit_code, 2);
+}
+
+TEST(CliTest, DryRunPrintsPlanAndCreatesNothing) {
+  ScratchDir dir;
+  WriteFile(dir / "r.yaml", kSmokeRecipe);
+  auto r = RunGeomx("train r.yaml --dry-run --set training.epochs=3", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("epochs: 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("parameters"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+}
+
+TEST(CliTest, BadInputExits2AndLeavesNoRunFolder) {
+  ScratchDir dir;
+  WriteFile(dir / "typo.yaml", std::string(kSmokeRecipe) + "trainig: {epochs: 1}\n");
+  WriteFile(dir / "syntax.yaml", "name: [unclosed\n");
+  WriteFile(dir / "range.yaml", std::string(kSmokeRecipe).replace(std::string(kSmokeRecipe).find("batch_size: 32"),
+                                                                    14, "batch_size: 0"));
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"train missing.yaml", "missing.yaml"},
+      {"train typo.yaml", "typo.yaml:10:1"},
+      {"train syntax.yaml", "syntax.yaml:"},
+      {"train range.yaml", "data.batch_size"},
+      {"train typo.yaml --set training.epochs=1", "typo.yaml"},
+      {"train " + (dir / "range.yaml").string() + " --set data.batch_size=x", "data.batch_size"},
+      {"eval nowhere typo.yaml", "typo.yaml"},
+  };
+  for (const auto& c : cases) {
+    auto r = RunGeomx(c.args, dir.path());
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+}
+
+TEST(CliTest, CorruptDataFileExits2NamingFileAndOffset) {
+  ScratchDir dir;
+  // An IDX image file whose header promises 100 images of 28x28 but holds only 10.
+  std::string images;
+  auto be32 = [&](uint32_t v) {
+    for (int i = 3; i >= 0; --i) images.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  be32(0x00000803);
+  be32(100);
+  be32(28);
+  be32(28);
+  images.append(10 * 28 * 28, '\x07');
+  std::string labels;
+  auto lbe32 = [&](uint32_t v) {
+    for (int i = 3; i >= 0; --i) labels.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  lbe32(0x00000801);
+  lbe32(100);
+  labels.append(100, '\x01');
+  for (const char* split : {"train", "t10k"}) {
+    WriteFile(dir / "fm" / (std::string(split) + "-images-idx3-ubyte"), images);
+    WriteFile(dir / "fm" / (std::string(split) + "-labels-idx1-ubyte"), labels);
+  }
+  WriteFile(dir / "r.yaml", "name: bad\nmodel: {name: geomx-cnn}\ndata: {name: fashion-mnist, path: fm}\n");
+  auto r = RunGeomx("train r.yaml", dir.path());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("images-idx3-ubyte"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("offset"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+}
+
+TEST(CliTest, CtrlCWritesCheckpointAndResumeFinishes) {
+  ScratchDir dir;
+  WriteFile(dir / "r.yaml", std::string(kSmokeRecipe) + "");
+  const std::string out = (dir / "run").string();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (chdir(dir.path().c_str()) != 0) _exit(99);
+    freopen("/dev/null", "w", stdout);
+    execl(GEOMX_BINARY, GEOMX_BINARY, "train", "r.yaml", "--out", out.c_str(), "--set", "training.epochs=100000",
+          "--set", "training.eval_every=4", static_cast<char*>(nullptr));
+    _exit(98);
+  }
+  // Wait (bounded) until training is visibly under way, then interrupt.
+  const fs::path metrics = dir / "run" / "metrics.jsonl";
+  for (int i = 0; i < 600 && CountLines(ReadFile(metrics)) < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(CountLines(ReadFile(metrics)), 2u) << "training did not start";
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const std::string summary = ReadFile(dir / "run" / "summary.json");
+  EXPECT_EQ(Field(summary, "status"), "\"interrupted\"");
+  EXPECT_TRUE(fs::exists(dir / "run" / "checkpoints" / "LAST"));
+  const int64_t stopped_at = std::stoll(Field(summary, "iterations"));
+  auto resumed = RunGeomx("train r.yaml --resume run --set training.max_iterations=" +
+                              std::to_string(stopped_at + 8),
+                          dir.path());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(std::stoll(Field(ReadFile(dir / "run" / "summary.json"), "iterations")), stopped_at + 8);
+}
+
+}  // namespace
+}  // namespace geomx::testing

@@ -1,0 +1,30 @@
+# The project's two commands: `make run` and `make test` (README.md). Both install missing Debian packages first.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+BUILD_TYPE ?= Release
+# Warnings are errors in CI (CI=true is set there).
+WERROR := $(if $(filter true 1,$(CI)),ON,OFF)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build run test clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DGEOMX_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Trains the quick-start recipe (GeoMX's CNN on Fashion-MNIST) and prints where the run folder is.
+run: build
+	./$(BUILD)/geomx train recipes/quickstart.yaml
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,66 @@
+// RunDir: the folder one `geomx train` writes (docs/cli.md#run-folder):
+//   recipe.yaml        the resolved recipe (every key)
+//   metrics.jsonl      one JSON object per evaluation
+//   metrics.csv        the same rows as CSV
+//   checkpoints/       ckpt-<iteration>.ckpt (the newest 3 are kept) and LAST (name of the newest)
+//   summary.json       written at the end (also on failure / Ctrl-C), atomically (tmp + rename)
+// Created only after the recipe, data and model have been validated, so bad input never leaves a folder behind.
+// Not thread-safe (the trainer thread owns it).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/base/status.h"
+
+namespace geomx::cli {
+
+// One evaluation row: the columns of metrics.jsonl and metrics.csv.
+struct MetricsRow {
+  double time_s = 0;          // seconds since training started (cumulative over resumes)
+  int64_t iteration = 0;      // completed iterations
+  int epoch = 0;              // 1-based epoch the row belongs to
+  double loss = 0;            // mean training loss since the previous row
+  double train_accuracy = 0;  // training accuracy since the previous row
+  double test_loss = 0;
+  double test_accuracy = 0;
+  int64_t test_examples = 0;
+  double samples_per_second = 0;  // training throughput since the previous row
+  double lr = 0;
+  uint64_t lan_bytes = 0;  // traffic counters (zero in single-process runs)
+  uint64_t wan_bytes = 0;
+};
+
+class RunDir {
+ public:
+  // Creates `dir` (must not exist, or exist empty) and writes recipe.yaml. kAlreadyExists when it has files.
+  static Result<RunDir> Create(const std::filesystem::path& dir, const std::string& resolved_recipe_yaml);
+  // Opens an existing run folder for --resume (appends to metrics files).
+  static Result<RunDir> Open(const std::filesystem::path& dir);
+  // runs/<name>-<YYYYmmdd-HHMMSS>[-N] under `parent`, unique.
+  static std::filesystem::path DefaultPath(const std::filesystem::path& parent, const std::string& name);
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path checkpoint_dir() const { return path_ / "checkpoints"; }
+
+  Status AppendMetrics(const MetricsRow& row);
+  // Path for a new checkpoint at `iteration`; after writing it call CommitCheckpoint to update LAST and prune.
+  std::filesystem::path CheckpointPath(int64_t iteration) const;
+  Status CommitCheckpoint(const std::filesystem::path& written);
+  // The newest checkpoint of a run folder (reads LAST); kNotFound when there is none.
+  static Result<std::filesystem::path> LastCheckpoint(const std::filesystem::path& run_dir);
+  // Writes summary.json atomically.
+  Status WriteSummary(const std::string& json);
+
+ private:
+  explicit RunDir(std::filesystem::path p) : path_(std::move(p)) {}
+  std::filesystem::path path_;
+};
+
+// Writes `contents` to `path` via "<path>.tmp" + rename, so readers never see a half-written file.
+Status WriteFileAtomically(const std::filesystem::path& path, const std::string& contents);
+
+}  // namespace geomx::cli
