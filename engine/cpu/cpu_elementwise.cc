@@ -93,33 +93,41 @@ void UnaryLoop(Fn fn, const Tensor& x, Tensor* out, int64_t cost = 1) {
   });
 }
 
-// Reduces n contiguous floats. Sums use 8 independent lanes (vectorisable, and shorter rounding chains) and add
-// blocks into a double so long rows stay accurate.
+// Reduces n contiguous floats with 8 independent lanes (vectorisable). Sums accumulate in double: a float
+// accumulator adding millions of similar values drifts by parts per million, and the loop is memory-bound
+// anyway. The float/double split lives here, not in the functors, because it is an accuracy choice of this loop.
 template <typename R>
 float ReduceContiguous(R r, const float* x, int64_t n) {
   constexpr int kLanes = 8;
-  constexpr int64_t kBlock = 4096;
-  double total = R::Init();
-  bool first = true;
-  for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
-    const int64_t b1 = std::min(n, b0 + kBlock);
-    float lanes[kLanes];
-    for (float& l : lanes) l = R::Init();
-    int64_t i = b0;
-    for (; i + kLanes <= b1; i += kLanes) {
-      for (int j = 0; j < kLanes; ++j) lanes[j] = r(lanes[j], x[i + j]);
+  using Acc = std::conditional_t<std::is_same_v<R, SumReduce>, double, float>;
+  Acc lanes[kLanes];
+  for (Acc& l : lanes) l = R::Init();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      if constexpr (std::is_same_v<Acc, double>) {
+        lanes[j] += static_cast<double>(x[i + j]);
+      } else {
+        lanes[j] = r(lanes[j], x[i + j]);
+      }
     }
-    float acc = R::Init();
-    for (; i < b1; ++i) acc = r(acc, x[i]);
-    for (float l : lanes) acc = r(acc, l);
-    if constexpr (std::is_same_v<R, SumReduce>) {
-      total += acc;
-    } else {
-      total = first ? acc : r(static_cast<float>(total), acc);
-    }
-    first = false;
   }
-  return static_cast<float>(total);
+  Acc acc = R::Init();
+  for (; i < n; ++i) {
+    if constexpr (std::is_same_v<Acc, double>) {
+      acc += static_cast<double>(x[i]);
+    } else {
+      acc = r(acc, x[i]);
+    }
+  }
+  for (Acc l : lanes) {
+    if constexpr (std::is_same_v<Acc, double>) {
+      acc += l;
+    } else {
+      acc = r(acc, l);
+    }
+  }
+  return static_cast<float>(acc);
 }
 
 // x viewed as [outer, red, inner] -> out [outer, inner].
