@@ -104,6 +104,35 @@ TEST(CpuAllocatorTest, AlignedAndCounted) {
   }
 }
 
+TEST(CpuAllocatorTest, CachesLargeBlocksForReuse) {
+  CpuAllocatorOptions opts;
+  opts.min_cached_bytes = 1 << 16;
+  opts.max_cached_bytes = 1 << 20;
+  CpuAllocator alloc(opts);
+  auto a = alloc.Allocate(300000);
+  ASSERT_TRUE(a.ok());
+  alloc.Free(*a, 300000);
+  EXPECT_EQ(alloc.bytes_in_use(), 0u);
+  EXPECT_EQ(alloc.bytes_cached(), 303104u);  // page-rounded
+  auto b = alloc.Allocate(300001);           // same page-rounded size: the cached block comes back
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, *a);
+  EXPECT_EQ(alloc.bytes_cached(), 0u);
+  EXPECT_EQ(alloc.bytes_in_use(), 300001u);
+  alloc.Free(*b, 300001);
+  // Small blocks are not cached; blocks past the cap are returned to the system.
+  auto small = alloc.Allocate(1000);
+  ASSERT_TRUE(small.ok());
+  alloc.Free(*small, 1000);
+  EXPECT_EQ(alloc.bytes_cached(), 303104u);
+  auto big = alloc.Allocate(900000);
+  ASSERT_TRUE(big.ok());
+  alloc.Free(*big, 900000);
+  EXPECT_EQ(alloc.bytes_cached(), 303104u);
+  alloc.ReleaseCached();
+  EXPECT_EQ(alloc.bytes_cached(), 0u);
+}
+
 TEST(StorageTest, FreesThroughItsAllocator) {
   CpuAllocator alloc;
   {
