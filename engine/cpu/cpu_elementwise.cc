@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -157,31 +158,46 @@ void ReduceLoop(R r, const float* x, int64_t outer, int64_t red, int64_t inner, 
     });
     return;
   }
-  // Rows of `inner` contiguous values are combined elementwise: vectorises over inner. Parallel over outer, or
-  // over column blocks of inner when there is a single outer slice (bias gradients: [N, C] -> [C]).
-  auto columns = [&](int64_t o, int64_t c0, int64_t c1) {
-    float* dst = out + o * inner;
-    const float* src = x + o * red * inner;
-    for (int64_t c = c0; c < c1; ++c) dst[c] = R::Init();
-    for (int64_t k = 0; k < red; ++k) {
+  // Rows of `inner` contiguous values are combined elementwise, row after row in memory order (vectorises over
+  // inner and streams through x once).
+  auto combine_rows = [&](const float* src, int64_t k0, int64_t k1, float* dst) {
+    for (int64_t c = 0; c < inner; ++c) dst[c] = R::Init();
+    for (int64_t k = k0; k < k1; ++k) {
       const float* row = src + k * inner;
-      for (int64_t c = c0; c < c1; ++c) dst[c] = r(dst[c], row[c]);
-    }
-    if (scale != 1.0f) {
-      for (int64_t c = c0; c < c1; ++c) dst[c] *= scale;
+      for (int64_t c = 0; c < inner; ++c) dst[c] = r(dst[c], row[c]);
     }
   };
-  if (outer == 1) {
-    constexpr int64_t kCols = 256;
-    const int64_t blocks = (inner + kCols - 1) / kCols;
-    ParallelFor(blocks, red * kCols, [&](int64_t lo, int64_t hi) {
-      for (int64_t bl = lo; bl < hi; ++bl) columns(0, bl * kCols, std::min(inner, (bl + 1) * kCols));
-    });
-  } else {
+  auto apply_scale = [&](float* dst, int64_t count) {
+    if (scale == 1.0f) return;
+    for (int64_t c = 0; c < count; ++c) dst[c] *= scale;
+  };
+  if (outer > 1) {
     ParallelFor(outer, red * inner, [&](int64_t lo, int64_t hi) {
-      for (int64_t o = lo; o < hi; ++o) columns(o, 0, inner);
+      for (int64_t o = lo; o < hi; ++o) {
+        combine_rows(x + o * red * inner, 0, red, out + o * inner);
+        apply_scale(out + o * inner, inner);
+      }
     });
+    return;
   }
+  // A single slice (bias gradients: [N, C] -> [C]): row ranges go to threads, each into its own partial
+  // result, and the partials are combined at the end.
+  const int64_t nparts = std::clamp<int64_t>(red * inner / kGrain, 1, std::min<int64_t>(red, 64));
+  if (nparts == 1) {
+    combine_rows(x, 0, red, out);
+    apply_scale(out, inner);
+    return;
+  }
+  std::vector<float> partial(static_cast<size_t>(nparts * inner));
+  ParallelFor(nparts, red * inner / nparts, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) combine_rows(x, red * p / nparts, red * (p + 1) / nparts, &partial[p * inner]);
+  });
+  for (int64_t c = 0; c < inner; ++c) out[c] = partial[c];
+  for (int64_t p = 1; p < nparts; ++p) {
+    const float* part = &partial[p * inner];
+    for (int64_t c = 0; c < inner; ++c) out[c] = r(out[c], part[c]);
+  }
+  apply_scale(out, inner);
 }
 
 template <typename Update>
