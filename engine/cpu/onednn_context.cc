@@ -1,0 +1,140 @@
+#include "engine/cpu/onednn_context.h"
+
+#include <omp.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "engine/base/check.h"
+
+namespace geomx {
+
+OneDnnKey& OneDnnKey::Add(const Shape& s) {
+  fields_.push_back(s.rank());
+  for (int64_t d : s.dims()) fields_.push_back(d);
+  return *this;
+}
+
+OneDnnKey& OneDnnKey::AddFloat(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, sizeof(bits));
+  fields_.push_back(bits);
+  return *this;
+}
+
+size_t OneDnnKey::Hash() const {
+  // FNV-1a over the fields, then a final mix: keys are short (under ~20 fields), so this is cheap.
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t f : fields_) {
+    h ^= static_cast<uint64_t>(f);
+    h *= 1099511628211ull;
+  }
+  h ^= h >> 29;
+  return static_cast<size_t>(h);
+}
+
+dnnl::primitive_attr OneDnnDefaultAttr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::memory::desc OneDnnPlainDesc(const Shape& shape) {
+  const std::vector<int64_t>& dims = shape.dims();
+  using tag = dnnl::memory::format_tag;
+  static constexpr tag kTags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+  GEOMX_CHECK(!dims.empty() && dims.size() <= 6) << "OneDnnPlainDesc: rank " << dims.size();
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), dnnl::memory::data_type::f32,
+                            kTags[dims.size() - 1]);
+}
+
+Status OneDnnError(const char* op, const dnnl::error& e) {
+  return Status::Internal(std::string("oneDNN ") + op + ": " + e.what() + " (status " +
+                          std::to_string(static_cast<int>(e.status)) + ")");
+}
+
+OneDnnContext::OneDnnContext() : engine_(dnnl::engine::kind::cpu, 0), default_num_threads_(omp_get_max_threads()) {}
+
+OneDnnContext::~OneDnnContext() = default;
+
+void OneDnnContext::SetNumThreads(int n) { omp_set_num_threads(n > 0 ? n : default_num_threads_); }
+
+dnnl::memory OneDnnContext::Wrap(const Tensor& t, const dnnl::memory::desc& md) const {
+  GEOMX_DCHECK(t.dtype() == DType::kF32 && t.device().is_cpu());
+  GEOMX_DCHECK(md.get_size() <= t.nbytes());
+  return dnnl::memory(md, engine_, t.raw_data());
+}
+
+dnnl::memory OneDnnContext::WrapRaw(void* data, const dnnl::memory::desc& md) const {
+  return dnnl::memory(md, engine_, data);
+}
+
+Result<OneDnnPrimitive> OneDnnContext::GetOrCreate(const char* op, const OneDnnKey& key,
+                                                   const std::function<OneDnnPrimitive()>& make) {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  try {
+    OneDnnPrimitive p = make();
+    cache_.emplace(key, p);
+    return p;
+  } catch (const dnnl::error& e) {
+    return OneDnnError(op, e);
+  }
+}
+
+Status OneDnnContext::Execute(const char* op, const OneDnnPrimitive& p,
+                              std::unordered_map<int, dnnl::memory> args) {
+  std::unique_ptr<ScratchBuffer> scratch;
+  try {
+    const size_t scratch_bytes = p.scratchpad.get_size();
+    if (scratch_bytes > 0) {
+      scratch = AcquireScratch(scratch_bytes);
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratchpad, engine_, scratch->aligned));
+    }
+    // A stream per call: CPU streams are cheap, and a shared stream would serialise unrelated threads.
+    dnnl::stream stream(engine_);
+    p.primitive.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    if (scratch) ReleaseScratch(std::move(scratch));
+    return OneDnnError(op, e);
+  }
+  if (scratch) ReleaseScratch(std::move(scratch));
+  return Status::Ok();
+}
+
+size_t OneDnnContext::cache_size_for_testing() const {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  return cache_.size();
+}
+
+std::unique_ptr<OneDnnContext::ScratchBuffer> OneDnnContext::AcquireScratch(size_t nbytes) {
+  std::unique_ptr<ScratchBuffer> buf;
+  {
+    std::lock_guard<std::mutex> lock(scratch_mu_);
+    if (!free_scratch_.empty()) {
+      buf = std::move(free_scratch_.back());
+      free_scratch_.pop_back();
+    }
+  }
+  if (!buf) buf = std::make_unique<ScratchBuffer>();
+  if (buf->size < nbytes) {
+    // Grow with headroom so alternating shapes do not reallocate every call.
+    constexpr size_t kAlign = 64;
+    const size_t want = nbytes + nbytes / 4;
+    buf->storage = std::make_unique_for_overwrite<std::byte[]>(want + kAlign);
+    auto addr = reinterpret_cast<uintptr_t>(buf->storage.get());
+    buf->aligned = reinterpret_cast<void*>((addr + kAlign - 1) & ~(uintptr_t{kAlign} - 1));
+    buf->size = want;
+  }
+  return buf;
+}
+
+void OneDnnContext::ReleaseScratch(std::unique_ptr<ScratchBuffer> buf) {
+  std::lock_guard<std::mutex> lock(scratch_mu_);
+  free_scratch_.push_back(std::move(buf));
+}
+
+}  // namespace geomx
