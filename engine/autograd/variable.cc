@@ -125,6 +125,11 @@ void Variable::Backward(const Tensor& seed, bool retain_graph) {
     if (it == grads.end()) continue;  // no gradient reached this node (its consumers did not need it)
     const Tensor grad_out = std::move(it->second);
     grads.erase(it);
+    // Recorded nodes always have inputs (MakeResult attaches them only then): none left means a previous
+    // Backward already released this graph.
+    GEOMX_CHECK(!node->inputs().empty()) << "Backward through " << node->name()
+                                         << ": the graph was already released by an earlier Backward (pass "
+                                            "retain_graph = true to back-propagate twice)";
     const std::vector<Tensor> in_grads = node->Backward(grad_out);
     const std::vector<Variable>& inputs = node->inputs();
     GEOMX_CHECK_EQ(in_grads.size(), inputs.size()) << node->name() << "::Backward returned a wrong count";

@@ -173,6 +173,14 @@ TEST_P(AutogradTest, BackwardReleasesTheGraphUnlessRetained) {
   EXPECT_TRUE(y.producer()->inputs().empty());
 }
 
+TEST_P(AutogradTest, BackwardTwiceWithoutRetainAbortsWithAHint) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Variable x(T({1, 2}, {2}), true);
+  Variable y = Sum(Square(x));
+  y.Backward();
+  EXPECT_DEATH(y.Backward(), "already released.*retain_graph");
+}
+
 TEST_P(AutogradTest, DeepChainsDoNotOverflowTheStack) {
   Variable x(T({1}, {1}), true);
   Variable y = x;
