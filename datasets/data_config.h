@@ -15,19 +15,19 @@ struct DataConfig {
   // Directory (idx, cifar10, image-folder: containing train/ and test/) or "auto" (well-known locations,
   // e.g. /usr/share/datasets/fashion-mnist). For csv/libsvm: the training file; `test_path` the test file.
   std::string path = "auto";
-  std::string test_path;            // csv | libsvm: optional test file; empty => split off test_fraction
-  float test_fraction = 0.2f;       // csv | libsvm without test_path: (0, 1)
-  int batch_size = 32;              // >= 1
+  std::string test_path;       // csv | libsvm: optional test file; empty => split off test_fraction
+  float test_fraction = 0.2f;  // csv | libsvm without test_path: (0, 1)
+  int batch_size = 32;         // >= 1
   PartitionKind partition = PartitionKind::kIid;
-  float dirichlet_alpha = 0.5f;     // partition: dirichlet(alpha), alpha > 0
+  float dirichlet_alpha = 0.5f;  // partition: dirichlet(alpha), alpha > 0
   bool shuffle = true;
-  int prefetch = 2;                 // batches prepared ahead by the loader thread, >= 0 (0: no thread)
-  bool normalize = true;            // images: (x/255 - mean)/std with per-dataset constants
-  bool augment = false;             // images: random crop (pad 4 for cifar10, 2 otherwise) + horizontal flip
+  int prefetch = 2;       // batches prepared ahead by the loader thread, >= 0 (0: no thread)
+  bool normalize = true;  // images: (x/255 - mean)/std with per-dataset constants
+  bool augment = false;   // images: random crop (pad 4 for cifar10, 2 otherwise) + horizontal flip
   // csv
-  int label_column = -1;            // index of the label column; -1 => last
-  bool header = true;               // first row is a header
-  // libsvm: number of features (0 => max index seen + 1)
+  int label_column = -1;  // index of the label column; -1 => last
+  bool header = true;     // first row is a header
+  // libsvm: number of features (0 => the largest feature index seen; indices are 1-based, index k is column k-1)
   int num_features = 0;
   // image-folder: decoded images are resized to this
   int image_height = 32, image_width = 32, image_channels = 3;
@@ -35,6 +35,7 @@ struct DataConfig {
   int64_t synthetic_train = 2048, synthetic_test = 512;
   int synthetic_classes = 10;
   std::vector<int64_t> synthetic_shape = {1, 8, 8};  // one example's shape
+  uint64_t synthetic_seed = 1234;                    // the same seed gives the same class centres and examples
 };
 
 }  // namespace geomx::data

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "datasets/data_config.h"
 #include "engine/base/rng.h"
 #include "engine/base/status.h"
-#include "datasets/data_config.h"
 
 namespace geomx::data {
 
@@ -42,8 +42,14 @@ struct DatasetSplits {
 
 // Opens train and test splits. Errors: kNotFound (missing file; lists where "auto" looked), kDataLoss (corrupt
 // or truncated: names the file and byte offset), kInvalidArgument (a config the format cannot take).
+// Thread-safe (the registry is filled during static initialisation).
 Result<DatasetSplits> OpenDataset(const DataConfig& config);
+// The registered dataset names, sorted.
 std::vector<std::string> DatasetNames();
+// One line of help per dataset name ("" for an unknown name).
+std::string DatasetHelp(const std::string& name);
+// The directories path: "auto" tries for `name`, in order (empty for names that need an explicit path).
+std::vector<std::string> DatasetSearchPaths(const std::string& name);
 
 // Describes a single data file (for `geomx data inspect`): format, counts, shapes, class histogram as text.
 Result<std::string> InspectDataFile(const std::string& path);
