@@ -326,9 +326,12 @@ TEST_P(AutogradTest, GradAddSubMulWithBroadcasts) {
   const std::vector<Shape> b_shapes = {Shape{2, 3}, Shape{}, Shape{1}, Shape{3}};
   for (const Shape& bs : b_shapes) {
     SCOPED_TRACE("b shape " + bs.ToString());
-    ExpectGradientsMatch([](const auto& in) { return Project(Add(in[0], in[1]), 115); }, {Rand({2, 3}, 29), Rand(bs, 30)});
-    ExpectGradientsMatch([](const auto& in) { return Project(Sub(in[0], in[1]), 116); }, {Rand({2, 3}, 31), Rand(bs, 32)});
-    ExpectGradientsMatch([](const auto& in) { return Project(Mul(in[0], in[1]), 117); }, {Rand({2, 3}, 33), Rand(bs, 34)});
+    ExpectGradientsMatch([](const auto& in) { return Project(Add(in[0], in[1]), 115); },
+                         {Rand({2, 3}, 29), Rand(bs, 30)});
+    ExpectGradientsMatch([](const auto& in) { return Project(Sub(in[0], in[1]), 116); },
+                         {Rand({2, 3}, 31), Rand(bs, 32)});
+    ExpectGradientsMatch([](const auto& in) { return Project(Mul(in[0], in[1]), 117); },
+                         {Rand({2, 3}, 33), Rand(bs, 34)});
   }
 }
 

@@ -69,7 +69,8 @@ TEST_P(ElementwiseTest, Unary) {
   EXPECT_TRUE(AllClose(ops::Unary(UnaryOp::kNeg, s).ToFloatVector(), {1.5f, 0, -2, 3}));
   EXPECT_TRUE(AllClose(ops::Unary(UnaryOp::kExp, s).ToFloatVector(),
                        {std::exp(-1.5f), 1, std::exp(2.0f), std::exp(-3.0f)}));
-  EXPECT_TRUE(AllClose(ops::Unary(UnaryOp::kLog, x).ToFloatVector(), {std::log(0.25f), 0, std::log(4.0f), std::log(9.0f)}));
+  EXPECT_TRUE(AllClose(ops::Unary(UnaryOp::kLog, x).ToFloatVector(),
+                       {std::log(0.25f), 0, std::log(4.0f), std::log(9.0f)}));
   EXPECT_TRUE(AllClose(ops::Unary(UnaryOp::kSqrt, x).ToFloatVector(), {0.5f, 1, 2, 3}));
   EXPECT_TRUE(AllClose(ops::Unary(UnaryOp::kAbs, s).ToFloatVector(), {1.5f, 0, 2, 3}));
   EXPECT_TRUE(AllClose(ops::Unary(UnaryOp::kSquare, s).ToFloatVector(), {2.25f, 0, 4, 9}));
