@@ -209,13 +209,15 @@ class MulNode final : public FunctionNode {
   }
 };
 
-class ScaleNode final : public FunctionNode {  // MulScalar; AddScalar uses scale 1 (dx = dy)
+// dx = s * dy: MulScalar, and AddScalar with s = 1 (the gradient passes through).
+class ScaleNode final : public FunctionNode {
  public:
-  explicit ScaleNode(float s) : s_(s) {}
-  const char* name() const override { return "MulScalar"; }
+  ScaleNode(const char* name, float s) : name_(name), s_(s) {}
+  const char* name() const override { return name_; }
   std::vector<Tensor> Backward(const Tensor& dy) override { return {s_ == 1.0f ? dy : ops::MulScalar(dy, s_)}; }
 
  private:
+  const char* name_;  // a string literal
   float s_;
 };
 
@@ -394,11 +396,11 @@ Variable Mul(const Variable& a, const Variable& b) {
 }
 
 Variable MulScalar(const Variable& x, float s) {
-  return MakeResult(ops::MulScalar(x.data(), s), Make<ScaleNode>(s), {x});
+  return MakeResult(ops::MulScalar(x.data(), s), Make<ScaleNode>("MulScalar", s), {x});
 }
 
 Variable AddScalar(const Variable& x, float s) {
-  return MakeResult(ops::AddScalar(x.data(), s), Make<ScaleNode>(1.0f), {x});
+  return MakeResult(ops::AddScalar(x.data(), s), Make<ScaleNode>("AddScalar", 1.0f), {x});
 }
 
 Variable Exp(const Variable& x) {
