@@ -80,8 +80,8 @@ Status CpuBackend::BatchNormForwardTraining(const BatchNormParams& p, const Tens
 }
 
 Status CpuBackend::BatchNormForwardInference(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
-                                             const Tensor& beta, const Tensor& running_mean,
-                                             const Tensor& running_var, Tensor* y) {
+                                             const Tensor& beta, const Tensor& running_mean, const Tensor& running_var,
+                                             Tensor* y) {
   const BnGeometry g(x.shape());
   GEOMX_ASSIGN_OR_RETURN(
       OneDnnPrimitive prim,
@@ -103,13 +103,12 @@ Status CpuBackend::BatchNormBackward(const BatchNormParams& p, const Tensor& x, 
                                      const Tensor& save_mean, const Tensor& save_var, const Tensor& dy, Tensor* dx,
                                      Tensor* dgamma, Tensor* dbeta) {
   const BnGeometry g(x.shape());
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim,
-                         dnn_->GetOrCreate("BatchNormBackward", g.Key(OneDnnOp::kBatchNormBackward, p), [&] {
-                           bn_bwd::desc d(dnnl::prop_kind::backward, g.data_md, g.data_md, p.eps, kScaleShift);
-                           bn_bwd::primitive_desc pd(d, OneDnnDefaultAttr(), dnn_->engine(),
-                                                     g.TrainingPd(dnn_->engine(), p.eps));
-                           return MakeOneDnnPrimitive<bn_bwd>(pd);
-                         }));
+  GEOMX_ASSIGN_OR_RETURN(
+      OneDnnPrimitive prim, dnn_->GetOrCreate("BatchNormBackward", g.Key(OneDnnOp::kBatchNormBackward, p), [&] {
+        bn_bwd::desc d(dnnl::prop_kind::backward, g.data_md, g.data_md, p.eps, kScaleShift);
+        bn_bwd::primitive_desc pd(d, OneDnnDefaultAttr(), dnn_->engine(), g.TrainingPd(dnn_->engine(), p.eps));
+        return MakeOneDnnPrimitive<bn_bwd>(pd);
+      }));
   return dnn_->Execute("BatchNormBackward", prim,
                        {{DNNL_ARG_SRC, dnn_->Wrap(x, g.data_md)},
                         {DNNL_ARG_MEAN, dnn_->Wrap(save_mean, g.stat_md)},

@@ -1,10 +1,10 @@
 #include "engine/cpu/onednn_context.h"
 
-#include <omp.h>
-
 #include <cstring>
 #include <string>
 #include <utility>
+
+#include <omp.h>
 
 #include "engine/base/check.h"
 
@@ -32,6 +32,15 @@ size_t OneDnnKey::Hash() const {
   }
   h ^= h >> 29;
   return static_cast<size_t>(h);
+}
+
+void OneDnnAddReorder(const dnnl::engine& eng, int arg, const dnnl::memory::desc& plain,
+                      const dnnl::memory::desc& internal, bool is_output, OneDnnPrimitive* p) {
+  if (plain == internal) return;
+  const dnnl::memory::desc& from = is_output ? internal : plain;
+  const dnnl::memory::desc& to = is_output ? plain : internal;
+  dnnl::reorder::primitive_desc pd(eng, from, eng, to, OneDnnDefaultAttr());
+  p->reordered.push_back(OneDnnReorderedArg{arg, is_output, internal, dnnl::reorder(pd), pd.scratchpad_desc()});
 }
 
 dnnl::primitive_attr OneDnnDefaultAttr() {
@@ -84,25 +93,54 @@ Result<OneDnnPrimitive> OneDnnContext::GetOrCreate(const char* op, const OneDnnK
   }
 }
 
-Status OneDnnContext::Execute(const char* op, const OneDnnPrimitive& p,
-                              std::unordered_map<int, dnnl::memory> args) {
-  std::unique_ptr<ScratchBuffer> scratch;
+Status OneDnnContext::Execute(const char* op, const OneDnnPrimitive& p, std::unordered_map<int, dnnl::memory> args) {
+  std::vector<ScratchLease> leases;  // returned to the pool when this function exits, error or not
   try {
-    const size_t scratch_bytes = p.scratchpad.get_size();
-    if (scratch_bytes > 0) {
-      scratch = AcquireScratch(scratch_bytes);
-      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratchpad, engine_, scratch->aligned));
-    }
-    // A stream per call: CPU streams are cheap, and a shared stream would serialise unrelated threads.
+    // A stream per call: CPU streams are cheap, and a shared stream would serialise unrelated threads. The CPU
+    // stream runs each execute() to completion in order, so the reorders need no waits in between.
     dnnl::stream stream(engine_);
+    std::vector<std::pair<const OneDnnReorderedArg*, dnnl::memory>> outputs;  // (reorder, plain destination)
+    for (const OneDnnReorderedArg& r : p.reordered) {
+      auto it = args.find(r.arg);
+      GEOMX_CHECK(it != args.end()) << "oneDNN " << op << ": missing argument " << r.arg;
+      leases.emplace_back(this, r.internal.get_size());
+      dnnl::memory internal(r.internal, engine_, leases.back().data());
+      if (r.is_output) {
+        outputs.emplace_back(&r, it->second);
+      } else {
+        std::unordered_map<int, dnnl::memory> rargs = {{DNNL_ARG_FROM, it->second}, {DNNL_ARG_TO, internal}};
+        AddScratchpad(r.scratchpad, &rargs, &leases);
+        r.reorder.execute(stream, rargs);
+      }
+      it->second = internal;
+    }
+    AddScratchpad(p.scratchpad, &args, &leases);
     p.primitive.execute(stream, args);
+    for (auto& [r, plain] : outputs) {
+      std::unordered_map<int, dnnl::memory> rargs = {{DNNL_ARG_FROM, args.at(r->arg)}, {DNNL_ARG_TO, plain}};
+      AddScratchpad(r->scratchpad, &rargs, &leases);
+      r->reorder.execute(stream, rargs);
+    }
     stream.wait();
   } catch (const dnnl::error& e) {
-    if (scratch) ReleaseScratch(std::move(scratch));
     return OneDnnError(op, e);
   }
-  if (scratch) ReleaseScratch(std::move(scratch));
   return Status::Ok();
+}
+
+void OneDnnContext::AddScratchpad(const dnnl::memory::desc& md, std::unordered_map<int, dnnl::memory>* args,
+                                  std::vector<ScratchLease>* leases) {
+  const size_t nbytes = md.get_size();
+  if (nbytes == 0) return;
+  leases->emplace_back(this, nbytes);
+  (*args)[DNNL_ARG_SCRATCHPAD] = dnnl::memory(md, engine_, leases->back().data());
+}
+
+OneDnnContext::ScratchLease::ScratchLease(OneDnnContext* ctx, size_t nbytes)
+    : ctx_(ctx), buf_(ctx->AcquireScratch(nbytes)) {}
+
+OneDnnContext::ScratchLease::~ScratchLease() {
+  if (buf_) ctx_->ReleaseScratch(std::move(buf_));
 }
 
 size_t OneDnnContext::cache_size_for_testing() const {
@@ -113,10 +151,17 @@ size_t OneDnnContext::cache_size_for_testing() const {
 std::unique_ptr<OneDnnContext::ScratchBuffer> OneDnnContext::AcquireScratch(size_t nbytes) {
   std::unique_ptr<ScratchBuffer> buf;
   {
+    // The smallest free buffer that fits, else the largest (grown below): after warm-up every call finds a fit.
     std::lock_guard<std::mutex> lock(scratch_mu_);
-    if (!free_scratch_.empty()) {
-      buf = std::move(free_scratch_.back());
-      free_scratch_.pop_back();
+    // Is a buffer of size `a` a better pick than one of size `b`?
+    auto better = [nbytes](size_t a, size_t b) { return a >= nbytes ? (b < nbytes || a < b) : (b < nbytes && a > b); };
+    size_t pick = free_scratch_.size();
+    for (size_t i = 0; i < free_scratch_.size(); ++i) {
+      if (pick == free_scratch_.size() || better(free_scratch_[i]->size, free_scratch_[pick]->size)) pick = i;
+    }
+    if (pick < free_scratch_.size()) {
+      buf = std::move(free_scratch_[pick]);
+      free_scratch_.erase(free_scratch_.begin() + static_cast<std::ptrdiff_t>(pick));
     }
   }
   if (!buf) buf = std::make_unique<ScratchBuffer>();

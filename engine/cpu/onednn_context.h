@@ -11,6 +11,10 @@
 // rare). A cached primitive may be executed by several threads at once because every primitive is created with a
 // user-managed scratchpad (oneDNN's library scratchpad is per primitive in this build, which forbids concurrent
 // execution of one primitive) and Execute() hands each call its own scratchpad buffer from a pool.
+//
+// Formats: kernels wrap the tensors' own plain memory (nchw, oihw, nc: zero copies). A primitive that is faster on
+// blocked formats (convolution) is created with format_tag::any and lists its reordered arguments; Execute() then
+// converts those through pooled temporary buffers, so callers always see plain tensors.
 #pragma once
 
 #include <cstddef>
@@ -75,11 +79,23 @@ struct OneDnnKeyHash {
   size_t operator()(const OneDnnKey& k) const { return k.Hash(); }
 };
 
+// An argument that a primitive wants in another memory format (a blocked one chosen with format_tag::any) than
+// the tensor's plain layout. Execute() routes it through a temporary buffer: reordered in before the primitive
+// (inputs) or out after it (outputs).
+struct OneDnnReorderedArg {
+  int arg = 0;  // DNNL_ARG_* of the main primitive
+  bool is_output = false;
+  dnnl::memory::desc internal;    // the primitive's format
+  dnnl::primitive reorder;        // plain -> internal for inputs, internal -> plain for outputs
+  dnnl::memory::desc scratchpad;  // the reorder's own scratchpad (usually zero-sized)
+};
+
 // One cached primitive and the memory descriptors queried from its primitive_desc that callers need later.
 struct OneDnnPrimitive {
   dnnl::primitive primitive;
-  dnnl::memory::desc workspace;   // zero-sized when the primitive takes no workspace
-  dnnl::memory::desc scratchpad;  // zero-sized when the primitive needs no scratchpad
+  dnnl::memory::desc workspace;               // zero-sized when the primitive takes no workspace
+  dnnl::memory::desc scratchpad;              // zero-sized when the primitive needs no scratchpad
+  std::vector<OneDnnReorderedArg> reordered;  // empty when every argument is in its plain format
 };
 
 // Builds a OneDnnPrimitive from a primitive_desc of type Prim::primitive_desc.
@@ -87,6 +103,11 @@ template <typename Prim>
 OneDnnPrimitive MakeOneDnnPrimitive(const typename Prim::primitive_desc& pd) {
   return OneDnnPrimitive{Prim(pd), pd.workspace_desc(), pd.scratchpad_desc()};
 }
+
+// Records in `p` that argument `arg` must be converted between the tensor's `plain` format and the primitive's
+// `internal` one. No-op when the two are equal. Call from a GetOrCreate factory (may throw dnnl::error).
+void OneDnnAddReorder(const dnnl::engine& eng, int arg, const dnnl::memory::desc& plain,
+                      const dnnl::memory::desc& internal, bool is_output, OneDnnPrimitive* p);
 
 // The attribute every cached primitive is created with: user scratchpad (see the thread-safety note above).
 dnnl::primitive_attr OneDnnDefaultAttr();
@@ -125,8 +146,9 @@ class OneDnnContext {
   Result<OneDnnPrimitive> GetOrCreate(const char* op, const OneDnnKey& key,
                                       const std::function<OneDnnPrimitive()>& make);
 
-  // Executes `p` synchronously on a fresh stream with `args` (DNNL_ARG_* -> memory), adding a scratchpad from the
-  // pool when the primitive needs one. Returns kInternal (prefixed with `op`) on a oneDNN error.
+  // Executes `p` synchronously on a fresh stream with `args` (DNNL_ARG_* -> memory in plain formats), adding a
+  // scratchpad from the pool when the primitive needs one and running the reorders of p.reordered around it
+  // (their temporary buffers also come from the pool). Returns kInternal (prefixed with `op`) on a oneDNN error.
   Status Execute(const char* op, const OneDnnPrimitive& p, std::unordered_map<int, dnnl::memory> args);
 
   // Number of cached primitives (for tests of the cache).
@@ -139,8 +161,24 @@ class OneDnnContext {
     void* aligned = nullptr;
     size_t size = 0;  // usable bytes at `aligned`
   };
+  // A pool buffer of at least `nbytes`, handed back to the pool when the lease dies. Move-only.
+  class ScratchLease {
+   public:
+    ScratchLease(OneDnnContext* ctx, size_t nbytes);
+    ~ScratchLease();
+    ScratchLease(ScratchLease&& o) noexcept = default;
+    ScratchLease& operator=(ScratchLease&&) = delete;
+    void* data() const { return buf_->aligned; }
+
+   private:
+    OneDnnContext* ctx_;  // not owned; outlives the lease (leases live inside one Execute call)
+    std::unique_ptr<ScratchBuffer> buf_;
+  };
   std::unique_ptr<ScratchBuffer> AcquireScratch(size_t nbytes);
   void ReleaseScratch(std::unique_ptr<ScratchBuffer> buf);
+  // Adds DNNL_ARG_SCRATCHPAD to `args` when `md` is not empty, keeping its buffer alive in `leases`.
+  void AddScratchpad(const dnnl::memory::desc& md, std::unordered_map<int, dnnl::memory>* args,
+                     std::vector<ScratchLease>* leases);
 
   dnnl::engine engine_;
   int default_num_threads_ = 0;  // OpenMP's max threads at construction
@@ -149,7 +187,7 @@ class OneDnnContext {
   std::unordered_map<OneDnnKey, OneDnnPrimitive, OneDnnKeyHash> cache_;  // guarded by cache_mu_
 
   std::mutex scratch_mu_;
-  std::vector<std::unique_ptr<ScratchBuffer>> free_scratch_;  // guarded by scratch_mu_; one per concurrent call
+  std::vector<std::unique_ptr<ScratchBuffer>> free_scratch_;  // guarded by scratch_mu_; a few per concurrent call
 };
 
 }  // namespace geomx

@@ -27,10 +27,14 @@ struct ActivationAlgo {
 ActivationAlgo AlgoFor(ActivationKind k) {
   using a = dnnl::algorithm;
   switch (k) {
-    case ActivationKind::kRelu: return {a::eltwise_relu, a::eltwise_relu, false};
-    case ActivationKind::kTanh: return {a::eltwise_tanh, a::eltwise_tanh_use_dst_for_bwd, true};
-    case ActivationKind::kSigmoid: return {a::eltwise_logistic, a::eltwise_logistic_use_dst_for_bwd, true};
-    case ActivationKind::kGelu: return {a::eltwise_gelu_erf, a::eltwise_gelu_erf, false};
+    case ActivationKind::kRelu:
+      return {a::eltwise_relu, a::eltwise_relu, false};
+    case ActivationKind::kTanh:
+      return {a::eltwise_tanh, a::eltwise_tanh_use_dst_for_bwd, true};
+    case ActivationKind::kSigmoid:
+      return {a::eltwise_logistic, a::eltwise_logistic_use_dst_for_bwd, true};
+    case ActivationKind::kGelu:
+      return {a::eltwise_gelu_erf, a::eltwise_gelu_erf, false};
   }
   GEOMX_CHECK(false) << "unknown ActivationKind " << static_cast<int>(k);
   return {};
@@ -55,8 +59,7 @@ Result<OneDnnPrimitive> SoftmaxPrimitive(OneDnnContext& dnn, OneDnnOp op, bool l
     typename Fwd::primitive_desc fwd_pd(typename Fwd::desc(dnnl::prop_kind::forward_training, md, kAxis),
                                         OneDnnDefaultAttr(), dnn.engine());
     if (op == OneDnnOp::kSoftmaxForward) return MakeOneDnnPrimitive<Fwd>(fwd_pd);
-    typename Bwd::primitive_desc bwd_pd(typename Bwd::desc(md, md, kAxis), OneDnnDefaultAttr(), dnn.engine(),
-                                        fwd_pd);
+    typename Bwd::primitive_desc bwd_pd(typename Bwd::desc(md, md, kAxis), OneDnnDefaultAttr(), dnn.engine(), fwd_pd);
     return MakeOneDnnPrimitive<Bwd>(bwd_pd);
   });
 }
@@ -105,8 +108,7 @@ Status CpuBackend::SoftmaxForward(bool log, const Tensor& x, Tensor* y) {
   GEOMX_DCHECK(x.rank() == 2);
   GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim, GetSoftmax(*dnn_, OneDnnOp::kSoftmaxForward, log, x.shape()));
   const auto md = OneDnnPlainDesc(x.shape());
-  return dnn_->Execute("SoftmaxForward", prim,
-                       {{DNNL_ARG_SRC, dnn_->Wrap(x, md)}, {DNNL_ARG_DST, dnn_->Wrap(*y, md)}});
+  return dnn_->Execute("SoftmaxForward", prim, {{DNNL_ARG_SRC, dnn_->Wrap(x, md)}, {DNNL_ARG_DST, dnn_->Wrap(*y, md)}});
 }
 
 Status CpuBackend::SoftmaxBackward(bool log, const Tensor& y, const Tensor& dy, Tensor* dx) {

@@ -21,8 +21,7 @@ dnnl::memory::desc MatrixDesc(int64_t rows, int64_t cols, bool transposed) {
 
 }  // namespace
 
-Status CpuBackend::MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, bool accumulate,
-                          Tensor* c) {
+Status CpuBackend::MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, bool accumulate, Tensor* c) {
   const int64_t m = trans_a ? a.dim(1) : a.dim(0);
   const int64_t k = trans_a ? a.dim(0) : a.dim(1);
   const int64_t n = trans_b ? b.dim(0) : b.dim(1);

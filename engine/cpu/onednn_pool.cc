@@ -75,8 +75,8 @@ Status CpuBackend::Pool2dForward(const Pool2dParams& p, const Tensor& x, Tensor*
   return dnn_->Execute("Pool2dForward", prim, std::move(args));
 }
 
-Status CpuBackend::Pool2dBackward(const Pool2dParams& p, const Tensor& x, const Tensor& dy,
-                                  const Tensor& workspace, Tensor* dx) {
+Status CpuBackend::Pool2dBackward(const Pool2dParams& p, const Tensor& x, const Tensor& dy, const Tensor& workspace,
+                                  Tensor* dx) {
   GEOMX_DCHECK(dx->shape() == x.shape());
   const PoolGeometry g(p, x.shape(), dy.shape());
   GEOMX_ASSIGN_OR_RETURN(

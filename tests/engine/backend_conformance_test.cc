@@ -101,8 +101,8 @@ Vec RefConv2d(const Vec& x, const Shape& xs, const Vec& w, const Shape& ws, cons
                 const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
                 const int64_t iw = ow * p.stride_w - p.pad_w + j * p.dilation_w;
                 if (ih < 0 || ih >= h_ || iw < 0 || iw >= w_) continue;
-                acc += static_cast<double>(x[((n * c_ + c) * h_ + ih) * w_ + iw]) *
-                       w[((o * c_ + c) * kh_ + i) * kw_ + j];
+                acc +=
+                    static_cast<double>(x[((n * c_ + c) * h_ + ih) * w_ + iw]) * w[((o * c_ + c) * kh_ + i) * kw_ + j];
               }
           y[at++] = static_cast<float>(acc);
         }
@@ -175,10 +175,14 @@ RefBn RefBatchNorm(const Vec& x, const Shape& xs, const Vec& gamma, const Vec& b
 
 double RefActivation(ActivationKind k, double x) {
   switch (k) {
-    case ActivationKind::kRelu: return x > 0 ? x : 0;
-    case ActivationKind::kTanh: return std::tanh(x);
-    case ActivationKind::kSigmoid: return 1 / (1 + std::exp(-x));
-    case ActivationKind::kGelu: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case ActivationKind::kRelu:
+      return x > 0 ? x : 0;
+    case ActivationKind::kTanh:
+      return std::tanh(x);
+    case ActivationKind::kSigmoid:
+      return 1 / (1 + std::exp(-x));
+    case ActivationKind::kGelu:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
   }
   return NAN;
 }
@@ -207,26 +211,25 @@ struct Row {
 void PrintTo(const Row& r, std::ostream* os) { *os << r.name; }
 
 Row Conv2dRow(std::string name, Shape xs, Shape ws, Conv2dParams p, bool bias) {
-  return {name, [=](Device d) {
-            const Shape bs{ws[0]};
-            const Shape ys{xs[0], ws[0], OutDim(xs[2], ws[2], p.stride_h, p.pad_h, p.dilation_h),
-                           OutDim(xs[3], ws[3], p.stride_w, p.pad_w, p.dilation_w)};
-            EXPECT_EQ(ops::Conv2dOutputShape(xs, ws, p), ys);
-            const std::vector<Vec> in = {RandomVec(xs, 1), RandomVec(ws, 2), bias ? RandomVec(bs, 3) : Vec()};
-            const ForwardFn fwd = [=](const std::vector<Vec>& v) {
-              return ops::Conv2d(On(d, v[0], xs), On(d, v[1], ws), bias ? On(d, v[2], bs) : Tensor(), p)
-                  .ToFloatVector();
-            };
-            EXPECT_TRUE(testing::AllClose(fwd(in), RefConv2d(in[0], xs, in[1], ws, in[2], p, ys), kFwdRtol,
-                                          kFwdAtol));
-            const Vec r = RandomVec(ys, 4);
-            const Tensor dy = On(d, r, ys);
-            ExpectMatchesFiniteDiff("dx", fwd, in, 0, r,
-                                    ops::Conv2dBackwardData(dy, On(d, in[1], ws), xs, p).ToFloatVector());
-            auto [dw, db] = ops::Conv2dBackwardFilter(On(d, in[0], xs), dy, ws, bias, p);
-            ExpectMatchesFiniteDiff("dw", fwd, in, 1, r, dw.ToFloatVector());
-            if (bias) ExpectMatchesFiniteDiff("db", fwd, in, 2, r, db.ToFloatVector());
-          }};
+  return {
+      name, [=](Device d) {
+        const Shape bs{ws[0]};
+        const Shape ys{xs[0], ws[0], OutDim(xs[2], ws[2], p.stride_h, p.pad_h, p.dilation_h),
+                       OutDim(xs[3], ws[3], p.stride_w, p.pad_w, p.dilation_w)};
+        EXPECT_EQ(ops::Conv2dOutputShape(xs, ws, p), ys);
+        const std::vector<Vec> in = {RandomVec(xs, 1), RandomVec(ws, 2), bias ? RandomVec(bs, 3) : Vec()};
+        const ForwardFn fwd = [=](const std::vector<Vec>& v) {
+          return ops::Conv2d(On(d, v[0], xs), On(d, v[1], ws), bias ? On(d, v[2], bs) : Tensor(), p).ToFloatVector();
+        };
+        EXPECT_TRUE(testing::AllClose(fwd(in), RefConv2d(in[0], xs, in[1], ws, in[2], p, ys), kFwdRtol, kFwdAtol));
+        const Vec r = RandomVec(ys, 4);
+        const Tensor dy = On(d, r, ys);
+        ExpectMatchesFiniteDiff("dx", fwd, in, 0, r,
+                                ops::Conv2dBackwardData(dy, On(d, in[1], ws), xs, p).ToFloatVector());
+        auto [dw, db] = ops::Conv2dBackwardFilter(On(d, in[0], xs), dy, ws, bias, p);
+        ExpectMatchesFiniteDiff("dw", fwd, in, 1, r, dw.ToFloatVector());
+        if (bias) ExpectMatchesFiniteDiff("db", fwd, in, 2, r, db.ToFloatVector());
+      }};
 }
 
 // Forward only: MatMul's backward is MatMul with other transpose flags, which these rows cover.
@@ -236,8 +239,8 @@ Row MatMulRow(std::string name, int64_t m, int64_t k, int64_t n, bool ta, bool t
             const Vec a = RandomVec(as, 5), b = RandomVec(bs, 6);
             Vec expected = RefMatMul(a, ta, b, tb, m, k, n);
             if (!accumulate) {
-              EXPECT_TRUE(testing::AllClose(ops::MatMul(On(d, a, as), On(d, b, bs), ta, tb).ToFloatVector(),
-                                            expected, kFwdRtol, kFwdAtol));
+              EXPECT_TRUE(testing::AllClose(ops::MatMul(On(d, a, as), On(d, b, bs), ta, tb).ToFloatVector(), expected,
+                                            kFwdRtol, kFwdAtol));
               return;
             }
             const Vec c0 = RandomVec({m, n}, 7);
@@ -280,41 +283,40 @@ Row Pool2dRow(std::string name, Shape xs, Pool2dParams p) {
 }
 
 Row BatchNormTrainingRow(std::string name, Shape xs) {
-  return {name, [=](Device d) {
-            const Shape cs{xs[1]};
-            const BatchNormParams p;
-            const std::vector<Vec> in = {RandomVec(xs, 13, -1.0f, 2.0f), RandomVec(cs, 14, 0.5f, 1.5f),
-                                         RandomVec(cs, 15)};
-            const Vec rm0 = RandomVec(cs, 16), rv0 = RandomVec(cs, 17, 0.5f, 1.5f);
-            const ForwardFn fwd = [=](const std::vector<Vec>& v) {
-              Tensor rm = On(d, rm0, cs), rv = On(d, rv0, cs);
-              return ops::BatchNormTraining(On(d, v[0], xs), On(d, v[1], cs), On(d, v[2], cs), &rm, &rv, p)
-                  .y.ToFloatVector();
-            };
-            const RefBn ref = RefBatchNorm(in[0], xs, in[1], in[2], p.eps);
-            const Tensor x = On(d, in[0], xs), gamma = On(d, in[1], cs);
-            Tensor rm = On(d, rm0, cs), rv = On(d, rv0, cs);
-            const ops::BatchNormResult res = ops::BatchNormTraining(x, gamma, On(d, in[2], cs), &rm, &rv, p);
-            EXPECT_TRUE(testing::AllClose(res.y.ToFloatVector(), ref.y, kFwdRtol, 1e-4f)) << "y";
-            EXPECT_TRUE(testing::AllClose(res.save_mean.ToFloatVector(), ref.mean, kFwdRtol, kFwdAtol)) << "mean";
-            EXPECT_TRUE(testing::AllClose(res.save_var.ToFloatVector(), ref.var, kFwdRtol, kFwdAtol)) << "var";
-            // Running stats: PyTorch convention, unbiased batch variance.
-            const double count = static_cast<double>(xs.numel() / xs[1]);
-            Vec want_rm(rm0.size()), want_rv(rv0.size());
-            for (size_t c = 0; c < rm0.size(); ++c) {
-              want_rm[c] = (1 - p.momentum) * rm0[c] + p.momentum * ref.mean[c];
-              want_rv[c] = static_cast<float>((1 - p.momentum) * rv0[c] + p.momentum * ref.var[c] * count / (count - 1));
-            }
-            EXPECT_TRUE(testing::AllClose(rm.ToFloatVector(), want_rm, kFwdRtol, kFwdAtol)) << "running_mean";
-            EXPECT_TRUE(testing::AllClose(rv.ToFloatVector(), want_rv, kFwdRtol, kFwdAtol)) << "running_var";
+  return {
+      name, [=](Device d) {
+        const Shape cs{xs[1]};
+        const BatchNormParams p;
+        const std::vector<Vec> in = {RandomVec(xs, 13, -1.0f, 2.0f), RandomVec(cs, 14, 0.5f, 1.5f), RandomVec(cs, 15)};
+        const Vec rm0 = RandomVec(cs, 16), rv0 = RandomVec(cs, 17, 0.5f, 1.5f);
+        const ForwardFn fwd = [=](const std::vector<Vec>& v) {
+          Tensor rm = On(d, rm0, cs), rv = On(d, rv0, cs);
+          return ops::BatchNormTraining(On(d, v[0], xs), On(d, v[1], cs), On(d, v[2], cs), &rm, &rv, p)
+              .y.ToFloatVector();
+        };
+        const RefBn ref = RefBatchNorm(in[0], xs, in[1], in[2], p.eps);
+        const Tensor x = On(d, in[0], xs), gamma = On(d, in[1], cs);
+        Tensor rm = On(d, rm0, cs), rv = On(d, rv0, cs);
+        const ops::BatchNormResult res = ops::BatchNormTraining(x, gamma, On(d, in[2], cs), &rm, &rv, p);
+        EXPECT_TRUE(testing::AllClose(res.y.ToFloatVector(), ref.y, kFwdRtol, 1e-4f)) << "y";
+        EXPECT_TRUE(testing::AllClose(res.save_mean.ToFloatVector(), ref.mean, kFwdRtol, kFwdAtol)) << "mean";
+        EXPECT_TRUE(testing::AllClose(res.save_var.ToFloatVector(), ref.var, kFwdRtol, kFwdAtol)) << "var";
+        // Running stats: PyTorch convention, unbiased batch variance.
+        const double count = static_cast<double>(xs.numel() / xs[1]);
+        Vec want_rm(rm0.size()), want_rv(rv0.size());
+        for (size_t c = 0; c < rm0.size(); ++c) {
+          want_rm[c] = (1 - p.momentum) * rm0[c] + p.momentum * ref.mean[c];
+          want_rv[c] = static_cast<float>((1 - p.momentum) * rv0[c] + p.momentum * ref.var[c] * count / (count - 1));
+        }
+        EXPECT_TRUE(testing::AllClose(rm.ToFloatVector(), want_rm, kFwdRtol, kFwdAtol)) << "running_mean";
+        EXPECT_TRUE(testing::AllClose(rv.ToFloatVector(), want_rv, kFwdRtol, kFwdAtol)) << "running_var";
 
-            const Vec r = RandomVec(xs, 18);
-            const ops::BatchNormGrads g =
-                ops::BatchNormBackward(x, gamma, res.save_mean, res.save_var, On(d, r, xs), p);
-            ExpectMatchesFiniteDiff("dx", fwd, in, 0, r, g.dx.ToFloatVector());
-            ExpectMatchesFiniteDiff("dgamma", fwd, in, 1, r, g.dgamma.ToFloatVector());
-            ExpectMatchesFiniteDiff("dbeta", fwd, in, 2, r, g.dbeta.ToFloatVector());
-          }};
+        const Vec r = RandomVec(xs, 18);
+        const ops::BatchNormGrads g = ops::BatchNormBackward(x, gamma, res.save_mean, res.save_var, On(d, r, xs), p);
+        ExpectMatchesFiniteDiff("dx", fwd, in, 0, r, g.dx.ToFloatVector());
+        ExpectMatchesFiniteDiff("dgamma", fwd, in, 1, r, g.dgamma.ToFloatVector());
+        ExpectMatchesFiniteDiff("dbeta", fwd, in, 2, r, g.dbeta.ToFloatVector());
+      }};
 }
 
 // Forward only: inference has no backward of its own (autograd treats it as an affine map).
@@ -324,8 +326,8 @@ Row BatchNormInferenceRow(std::string name, Shape xs) {
             const BatchNormParams p;
             const Vec x = RandomVec(xs, 19), gamma = RandomVec(cs, 20), beta = RandomVec(cs, 21);
             const Vec rm = RandomVec(cs, 22), rv = RandomVec(cs, 23, 0.5f, 1.5f);
-            const Tensor y = ops::BatchNormInference(On(d, x, xs), On(d, gamma, cs), On(d, beta, cs),
-                                                     On(d, rm, cs), On(d, rv, cs), p);
+            const Tensor y = ops::BatchNormInference(On(d, x, xs), On(d, gamma, cs), On(d, beta, cs), On(d, rm, cs),
+                                                     On(d, rv, cs), p);
             EXPECT_TRUE(testing::AllClose(y.ToFloatVector(), RefBatchNorm(x, xs, gamma, beta, p.eps, &rm, &rv).y,
                                           kFwdRtol, kFwdAtol));
           }};
@@ -381,6 +383,7 @@ std::vector<Row> Rows() {
       Conv2dRow("conv2d_3x3_dil2_pad2_nobias", {1, 2, 9, 9}, {3, 2, 3, 3}, Conv(1, 1, 2, 2, 2, 2), false),
       Conv2dRow("conv2d_rect_mixed", {2, 2, 9, 8}, {3, 2, 3, 2}, Conv(2, 1, 0, 1, 1, 2), true),
       Conv2dRow("conv2d_1x1_nobias", {2, 5, 4, 4}, {3, 5, 1, 1}, Conv(1, 1, 0, 0, 1, 1), false),
+      Conv2dRow("conv2d_3x3_c16_oc32_blocked", {2, 16, 6, 6}, {32, 16, 3, 3}, Conv(1, 1, 1, 1, 1, 1), true),
       MatMulRow("matmul_nn", 5, 7, 3, false, false, false),
       MatMulRow("matmul_tn", 5, 7, 3, true, false, false),
       MatMulRow("matmul_nt", 5, 7, 3, false, true, false),
