@@ -63,11 +63,11 @@ Status CpuBackend::BatchNormForwardTraining(const BatchNormParams& p, const Tens
                                             const Tensor& beta, Tensor* y, Tensor* save_mean, Tensor* save_var,
                                             Tensor* running_mean, Tensor* running_var) {
   const BnGeometry g(x.shape());
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim,
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
                          dnn_->GetOrCreate("BatchNormForwardTraining", g.Key(OneDnnOp::kBatchNormTraining, p), [&] {
                            return MakeOneDnnPrimitive<bn_fwd>(g.TrainingPd(dnn_->engine(), p.eps));
                          }));
-  GEOMX_RETURN_IF_ERROR(dnn_->Execute("BatchNormForwardTraining", prim,
+  GEOMX_RETURN_IF_ERROR(dnn_->Execute("BatchNormForwardTraining", *prim,
                                       {{DNNL_ARG_SRC, dnn_->Wrap(x, g.data_md)},
                                        {DNNL_ARG_SCALE, dnn_->Wrap(gamma, g.stat_md)},
                                        {DNNL_ARG_SHIFT, dnn_->Wrap(beta, g.stat_md)},
@@ -84,13 +84,13 @@ Status CpuBackend::BatchNormForwardInference(const BatchNormParams& p, const Ten
                                              Tensor* y) {
   const BnGeometry g(x.shape());
   GEOMX_ASSIGN_OR_RETURN(
-      OneDnnPrimitive prim,
+      const OneDnnPrimitive* prim,
       dnn_->GetOrCreate("BatchNormForwardInference", g.Key(OneDnnOp::kBatchNormInference, p), [&] {
         bn_fwd::desc d(dnnl::prop_kind::forward_inference, g.data_md, p.eps,
                        kScaleShift | dnnl::normalization_flags::use_global_stats);
         return MakeOneDnnPrimitive<bn_fwd>(bn_fwd::primitive_desc(d, OneDnnDefaultAttr(), dnn_->engine()));
       }));
-  return dnn_->Execute("BatchNormForwardInference", prim,
+  return dnn_->Execute("BatchNormForwardInference", *prim,
                        {{DNNL_ARG_SRC, dnn_->Wrap(x, g.data_md)},
                         {DNNL_ARG_SCALE, dnn_->Wrap(gamma, g.stat_md)},
                         {DNNL_ARG_SHIFT, dnn_->Wrap(beta, g.stat_md)},
@@ -104,12 +104,12 @@ Status CpuBackend::BatchNormBackward(const BatchNormParams& p, const Tensor& x, 
                                      Tensor* dgamma, Tensor* dbeta) {
   const BnGeometry g(x.shape());
   GEOMX_ASSIGN_OR_RETURN(
-      OneDnnPrimitive prim, dnn_->GetOrCreate("BatchNormBackward", g.Key(OneDnnOp::kBatchNormBackward, p), [&] {
+      const OneDnnPrimitive* prim, dnn_->GetOrCreate("BatchNormBackward", g.Key(OneDnnOp::kBatchNormBackward, p), [&] {
         bn_bwd::desc d(dnnl::prop_kind::backward, g.data_md, g.data_md, p.eps, kScaleShift);
         bn_bwd::primitive_desc pd(d, OneDnnDefaultAttr(), dnn_->engine(), g.TrainingPd(dnn_->engine(), p.eps));
         return MakeOneDnnPrimitive<bn_bwd>(pd);
       }));
-  return dnn_->Execute("BatchNormBackward", prim,
+  return dnn_->Execute("BatchNormBackward", *prim,
                        {{DNNL_ARG_SRC, dnn_->Wrap(x, g.data_md)},
                         {DNNL_ARG_MEAN, dnn_->Wrap(save_mean, g.stat_md)},
                         {DNNL_ARG_VARIANCE, dnn_->Wrap(save_var, g.stat_md)},

@@ -79,15 +79,13 @@ dnnl::memory OneDnnContext::WrapRaw(void* data, const dnnl::memory::desc& md) co
   return dnnl::memory(md, engine_, data);
 }
 
-Result<OneDnnPrimitive> OneDnnContext::GetOrCreate(const char* op, const OneDnnKey& key,
-                                                   const std::function<OneDnnPrimitive()>& make) {
+Result<const OneDnnPrimitive*> OneDnnContext::GetOrCreate(const char* op, const OneDnnKey& key,
+                                                          const std::function<OneDnnPrimitive()>& make) {
   std::lock_guard<std::mutex> lock(cache_mu_);
   auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
+  if (it != cache_.end()) return &it->second;  // unordered_map nodes never move: the pointer stays valid
   try {
-    OneDnnPrimitive p = make();
-    cache_.emplace(key, p);
-    return p;
+    return &cache_.emplace(key, make()).first->second;
   } catch (const dnnl::error& e) {
     return OneDnnError(op, e);
   }

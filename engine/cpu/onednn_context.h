@@ -140,11 +140,12 @@ class OneDnnContext {
   // Wraps raw memory (workspace bytes and the like). Same lifetime rule.
   dnnl::memory WrapRaw(void* data, const dnnl::memory::desc& md) const;
 
-  // Returns the primitive cached under `key`, creating it with `make` on first use. `make` may throw dnnl::error;
-  // the error is returned as kInternal (prefixed with `op`) and nothing is cached. `make` runs under the cache
-  // lock and must not call back into this context.
-  Result<OneDnnPrimitive> GetOrCreate(const char* op, const OneDnnKey& key,
-                                      const std::function<OneDnnPrimitive()>& make);
+  // Returns the primitive cached under `key`, creating it with `make` on first use. The pointer stays valid for
+  // the context's lifetime (entries are never evicted; a training job uses a bounded set of shapes). `make` may
+  // throw dnnl::error: the error is returned as kInternal (prefixed with `op`) and nothing is cached. `make` runs
+  // under the cache lock and must not call back into this context.
+  Result<const OneDnnPrimitive*> GetOrCreate(const char* op, const OneDnnKey& key,
+                                             const std::function<OneDnnPrimitive()>& make);
 
   // Executes `p` synchronously on a fresh stream with `args` (DNNL_ARG_* -> memory in plain formats), adding a
   // scratchpad from the pool when the primitive needs one and running the reorders of p.reordered around it

@@ -76,7 +76,7 @@ struct ConvGeometry {
 Status CpuBackend::Conv2dForward(const Conv2dParams& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor* y) {
   const ConvGeometry g(p, x.shape(), w.shape(), y->shape());
   const bool with_bias = b != nullptr;
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim,
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
                          dnn_->GetOrCreate("Conv2dForward", g.Key(OneDnnOp::kConvForward, p, with_bias), [&] {
                            const conv_fwd::primitive_desc pd = g.ForwardPd(dnn_->engine(), with_bias);
                            OneDnnPrimitive prim = MakeOneDnnPrimitive<conv_fwd>(pd);
@@ -90,26 +90,27 @@ Status CpuBackend::Conv2dForward(const Conv2dParams& p, const Tensor& x, const T
                                                 {DNNL_ARG_WEIGHTS, dnn_->Wrap(w, g.w_md)},
                                                 {DNNL_ARG_DST, dnn_->Wrap(*y, g.y_md)}};
   if (with_bias) args.emplace(DNNL_ARG_BIAS, dnn_->Wrap(*b, g.b_md));
-  return dnn_->Execute("Conv2dForward", prim, std::move(args));
+  return dnn_->Execute("Conv2dForward", *prim, std::move(args));
 }
 
 Status CpuBackend::Conv2dBackwardData(const Conv2dParams& p, const Tensor& dy, const Tensor& w, Tensor* dx) {
   const ConvGeometry g(p, dx->shape(), w.shape(), dy.shape());
-  GEOMX_ASSIGN_OR_RETURN(
-      OneDnnPrimitive prim, dnn_->GetOrCreate("Conv2dBackwardData", g.Key(OneDnnOp::kConvBackwardData, p, false), [&] {
-        const bool blocked = g.x.dim(1) >= kMinBlockedBackwardDataChannels;
-        conv_bwd_data::desc d(dnnl::algorithm::convolution_direct, blocked ? g.x_any : g.x_md,
-                              blocked ? g.w_any : g.w_md, blocked ? g.y_any : g.y_md, g.strides, g.dilates, g.pad_l,
-                              g.pad_r);
-        const dnnl::engine& eng = dnn_->engine();
-        conv_bwd_data::primitive_desc pd(d, OneDnnDefaultAttr(), eng, g.ForwardPd(eng, /*with_bias=*/false));
-        OneDnnPrimitive prim = MakeOneDnnPrimitive<conv_bwd_data>(pd);
-        OneDnnAddReorder(eng, DNNL_ARG_DIFF_DST, g.y_md, pd.diff_dst_desc(), false, &prim);
-        OneDnnAddReorder(eng, DNNL_ARG_WEIGHTS, g.w_md, pd.weights_desc(), false, &prim);
-        OneDnnAddReorder(eng, DNNL_ARG_DIFF_SRC, g.x_md, pd.diff_src_desc(), true, &prim);
-        return prim;
-      }));
-  return dnn_->Execute("Conv2dBackwardData", prim,
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
+                         dnn_->GetOrCreate("Conv2dBackwardData", g.Key(OneDnnOp::kConvBackwardData, p, false), [&] {
+                           const bool blocked = g.x.dim(1) >= kMinBlockedBackwardDataChannels;
+                           conv_bwd_data::desc d(dnnl::algorithm::convolution_direct, blocked ? g.x_any : g.x_md,
+                                                 blocked ? g.w_any : g.w_md, blocked ? g.y_any : g.y_md, g.strides,
+                                                 g.dilates, g.pad_l, g.pad_r);
+                           const dnnl::engine& eng = dnn_->engine();
+                           conv_bwd_data::primitive_desc pd(d, OneDnnDefaultAttr(), eng,
+                                                            g.ForwardPd(eng, /*with_bias=*/false));
+                           OneDnnPrimitive prim = MakeOneDnnPrimitive<conv_bwd_data>(pd);
+                           OneDnnAddReorder(eng, DNNL_ARG_DIFF_DST, g.y_md, pd.diff_dst_desc(), false, &prim);
+                           OneDnnAddReorder(eng, DNNL_ARG_WEIGHTS, g.w_md, pd.weights_desc(), false, &prim);
+                           OneDnnAddReorder(eng, DNNL_ARG_DIFF_SRC, g.x_md, pd.diff_src_desc(), true, &prim);
+                           return prim;
+                         }));
+  return dnn_->Execute("Conv2dBackwardData", *prim,
                        {{DNNL_ARG_DIFF_DST, dnn_->Wrap(dy, g.y_md)},
                         {DNNL_ARG_WEIGHTS, dnn_->Wrap(w, g.w_md)},
                         {DNNL_ARG_DIFF_SRC, dnn_->Wrap(*dx, g.x_md)}});
@@ -120,7 +121,7 @@ Status CpuBackend::Conv2dBackwardFilter(const Conv2dParams& p, const Tensor& x, 
   const ConvGeometry g(p, x.shape(), dw->shape(), dy.shape());
   const bool with_bias = db != nullptr;
   GEOMX_ASSIGN_OR_RETURN(
-      OneDnnPrimitive prim,
+      const OneDnnPrimitive* prim,
       dnn_->GetOrCreate("Conv2dBackwardFilter", g.Key(OneDnnOp::kConvBackwardFilter, p, with_bias), [&] {
         const auto algo = dnnl::algorithm::convolution_direct;
         conv_bwd_filter::desc d =
@@ -140,7 +141,7 @@ Status CpuBackend::Conv2dBackwardFilter(const Conv2dParams& p, const Tensor& x, 
                                                 {DNNL_ARG_DIFF_DST, dnn_->Wrap(dy, g.y_md)},
                                                 {DNNL_ARG_DIFF_WEIGHTS, dnn_->Wrap(*dw, g.w_md)}};
   if (with_bias) args.emplace(DNNL_ARG_DIFF_BIAS, dnn_->Wrap(*db, g.b_md));
-  return dnn_->Execute("Conv2dBackwardFilter", prim, std::move(args));
+  return dnn_->Execute("Conv2dBackwardFilter", *prim, std::move(args));
 }
 
 }  // namespace geomx

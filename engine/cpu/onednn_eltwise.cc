@@ -50,8 +50,8 @@ eltwise_fwd::primitive_desc EltwiseForwardPd(const dnnl::engine& eng, dnnl::algo
 // softmax and logsoftmax have separate primitive types in oneDNN 2.6 with identical shapes of API; this picks one
 // of the two at compile time so the cache factory is written once.
 template <typename Fwd, typename Bwd>
-Result<OneDnnPrimitive> SoftmaxPrimitive(OneDnnContext& dnn, OneDnnOp op, bool log, const dnnl::memory::desc& md,
-                                         const Shape& shape) {
+Result<const OneDnnPrimitive*> SoftmaxPrimitive(OneDnnContext& dnn, OneDnnOp op, bool log, const dnnl::memory::desc& md,
+                                                const Shape& shape) {
   OneDnnKey key(op);
   key.Add(shape).Add(log);
   constexpr int kAxis = 1;  // the last dim of [N, C]
@@ -64,7 +64,7 @@ Result<OneDnnPrimitive> SoftmaxPrimitive(OneDnnContext& dnn, OneDnnOp op, bool l
   });
 }
 
-Result<OneDnnPrimitive> GetSoftmax(OneDnnContext& dnn, OneDnnOp op, bool log, const Shape& shape) {
+Result<const OneDnnPrimitive*> GetSoftmax(OneDnnContext& dnn, OneDnnOp op, bool log, const Shape& shape) {
   const auto md = OneDnnPlainDesc(shape);
   if (log) return SoftmaxPrimitive<dnnl::logsoftmax_forward, dnnl::logsoftmax_backward>(dnn, op, log, md, shape);
   return SoftmaxPrimitive<dnnl::softmax_forward, dnnl::softmax_backward>(dnn, op, log, md, shape);
@@ -77,10 +77,10 @@ Status CpuBackend::ActivationForward(ActivationKind k, const Tensor& x, Tensor* 
   const auto md = OneDnnPlainDesc({x.numel()});
   OneDnnKey key(OneDnnOp::kEltwiseForward);
   key.Add(x.numel()).Add(static_cast<int64_t>(k));
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim, dnn_->GetOrCreate("ActivationForward", key, [&] {
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim, dnn_->GetOrCreate("ActivationForward", key, [&] {
     return MakeOneDnnPrimitive<eltwise_fwd>(EltwiseForwardPd(dnn_->engine(), algo.forward, md));
   }));
-  return dnn_->Execute("ActivationForward", prim,
+  return dnn_->Execute("ActivationForward", *prim,
                        {{DNNL_ARG_SRC, dnn_->Wrap(x, md)}, {DNNL_ARG_DST, dnn_->Wrap(*y, md)}});
 }
 
@@ -90,7 +90,7 @@ Status CpuBackend::ActivationBackward(ActivationKind k, const Tensor& x, const T
   const auto md = OneDnnPlainDesc({x.numel()});
   OneDnnKey key(OneDnnOp::kEltwiseBackward);
   key.Add(x.numel()).Add(static_cast<int64_t>(k));
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim, dnn_->GetOrCreate("ActivationBackward", key, [&] {
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim, dnn_->GetOrCreate("ActivationBackward", key, [&] {
     // The hint must use the backward's algorithm (the *_use_dst_for_bwd forms compute the same forward).
     eltwise_bwd::primitive_desc pd(eltwise_bwd::desc(algo.backward, md, md, 0.0f, 0.0f), OneDnnDefaultAttr(),
                                    dnn_->engine(), EltwiseForwardPd(dnn_->engine(), algo.backward, md));
@@ -98,7 +98,7 @@ Status CpuBackend::ActivationBackward(ActivationKind k, const Tensor& x, const T
   }));
   const int data_arg = algo.backward_uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC;
   const Tensor& data = algo.backward_uses_dst ? y : x;
-  return dnn_->Execute("ActivationBackward", prim,
+  return dnn_->Execute("ActivationBackward", *prim,
                        {{data_arg, dnn_->Wrap(data, md)},
                         {DNNL_ARG_DIFF_DST, dnn_->Wrap(dy, md)},
                         {DNNL_ARG_DIFF_SRC, dnn_->Wrap(*dx, md)}});
@@ -106,16 +106,17 @@ Status CpuBackend::ActivationBackward(ActivationKind k, const Tensor& x, const T
 
 Status CpuBackend::SoftmaxForward(bool log, const Tensor& x, Tensor* y) {
   GEOMX_DCHECK(x.rank() == 2);
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim, GetSoftmax(*dnn_, OneDnnOp::kSoftmaxForward, log, x.shape()));
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim, GetSoftmax(*dnn_, OneDnnOp::kSoftmaxForward, log, x.shape()));
   const auto md = OneDnnPlainDesc(x.shape());
-  return dnn_->Execute("SoftmaxForward", prim, {{DNNL_ARG_SRC, dnn_->Wrap(x, md)}, {DNNL_ARG_DST, dnn_->Wrap(*y, md)}});
+  return dnn_->Execute("SoftmaxForward", *prim,
+                       {{DNNL_ARG_SRC, dnn_->Wrap(x, md)}, {DNNL_ARG_DST, dnn_->Wrap(*y, md)}});
 }
 
 Status CpuBackend::SoftmaxBackward(bool log, const Tensor& y, const Tensor& dy, Tensor* dx) {
   GEOMX_DCHECK(y.rank() == 2);
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim, GetSoftmax(*dnn_, OneDnnOp::kSoftmaxBackward, log, y.shape()));
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim, GetSoftmax(*dnn_, OneDnnOp::kSoftmaxBackward, log, y.shape()));
   const auto md = OneDnnPlainDesc(y.shape());
-  return dnn_->Execute("SoftmaxBackward", prim,
+  return dnn_->Execute("SoftmaxBackward", *prim,
                        {{DNNL_ARG_DST, dnn_->Wrap(y, md)},
                         {DNNL_ARG_DIFF_DST, dnn_->Wrap(dy, md)},
                         {DNNL_ARG_DIFF_SRC, dnn_->Wrap(*dx, md)}});

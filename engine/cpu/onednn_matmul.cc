@@ -33,7 +33,7 @@ Status CpuBackend::MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool t
   const auto c_md = OneDnnPlainDesc({m, n});
   OneDnnKey key(OneDnnOp::kMatMul);
   key.Add(m).Add(k).Add(n).Add(trans_a).Add(trans_b).Add(accumulate);
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim, dnn_->GetOrCreate("MatMul", key, [&] {
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim, dnn_->GetOrCreate("MatMul", key, [&] {
     dnnl::primitive_attr attr = OneDnnDefaultAttr();
     if (accumulate) {
       // C = A B + 1.0 * C: the sum post-op reads the destination before overwriting it.
@@ -44,7 +44,7 @@ Status CpuBackend::MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool t
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, dnn_->engine());
     return MakeOneDnnPrimitive<dnnl::matmul>(pd);
   }));
-  return dnn_->Execute("MatMul", prim,
+  return dnn_->Execute("MatMul", *prim,
                        {{DNNL_ARG_SRC, dnn_->Wrap(a, a_md)},
                         {DNNL_ARG_WEIGHTS, dnn_->Wrap(b, b_md)},
                         {DNNL_ARG_DST, dnn_->Wrap(*c, c_md)}});
@@ -61,7 +61,7 @@ Status CpuBackend::LinearForward(const Tensor& x, const Tensor& w, const Tensor*
   const bool has_bias = b != nullptr;
   OneDnnKey key(OneDnnOp::kLinear);
   key.Add(batch).Add(in).Add(out).Add(has_bias);
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim, dnn_->GetOrCreate("LinearForward", key, [&] {
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim, dnn_->GetOrCreate("LinearForward", key, [&] {
     using ip = dnnl::inner_product_forward;
     const auto prop = dnnl::prop_kind::forward_training;
     ip::desc desc = has_bias ? ip::desc(prop, x_md, w_md, b_md, y_md) : ip::desc(prop, x_md, w_md, y_md);
@@ -71,7 +71,7 @@ Status CpuBackend::LinearForward(const Tensor& x, const Tensor& w, const Tensor*
                                                 {DNNL_ARG_WEIGHTS, dnn_->Wrap(w, w_md)},
                                                 {DNNL_ARG_DST, dnn_->Wrap(*y, y_md)}};
   if (has_bias) args.emplace(DNNL_ARG_BIAS, dnn_->Wrap(*b, b_md));
-  return dnn_->Execute("LinearForward", prim, std::move(args));
+  return dnn_->Execute("LinearForward", *prim, std::move(args));
 }
 
 }  // namespace geomx

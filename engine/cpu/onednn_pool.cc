@@ -53,17 +53,17 @@ struct PoolGeometry {
 
 Status CpuBackend::Pool2dForward(const Pool2dParams& p, const Tensor& x, Tensor* y, Tensor* workspace) {
   const PoolGeometry g(p, x.shape(), y->shape());
-  GEOMX_ASSIGN_OR_RETURN(OneDnnPrimitive prim,
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
                          dnn_->GetOrCreate("Pool2dForward", g.Key(OneDnnOp::kPoolForward, p),
                                            [&] { return MakeOneDnnPrimitive<pool_fwd>(g.ForwardPd(dnn_->engine())); }));
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, dnn_->Wrap(x, g.x_md)},
                                                 {DNNL_ARG_DST, dnn_->Wrap(*y, g.y_md)}};
-  const size_t ws_bytes = prim.workspace.get_size();
+  const size_t ws_bytes = prim->workspace.get_size();
   Tensor scratch_ws;  // used when the caller passed no workspace slot (inference): the indices are discarded
   if (ws_bytes > 0) {
     // Always a fresh tensor: the caller may still hold an earlier workspace for a pending backward.
     Tensor ws = Tensor::Empty(Shape{static_cast<int64_t>(ws_bytes)}, DType::kU8);
-    args.emplace(DNNL_ARG_WORKSPACE, dnn_->WrapRaw(ws.raw_data(), prim.workspace));
+    args.emplace(DNNL_ARG_WORKSPACE, dnn_->WrapRaw(ws.raw_data(), prim->workspace));
     if (workspace != nullptr) {
       *workspace = ws;
     } else {
@@ -72,7 +72,7 @@ Status CpuBackend::Pool2dForward(const Pool2dParams& p, const Tensor& x, Tensor*
   } else if (workspace != nullptr) {
     *workspace = Tensor();
   }
-  return dnn_->Execute("Pool2dForward", prim, std::move(args));
+  return dnn_->Execute("Pool2dForward", *prim, std::move(args));
 }
 
 Status CpuBackend::Pool2dBackward(const Pool2dParams& p, const Tensor& x, const Tensor& dy, const Tensor& workspace,
@@ -80,23 +80,23 @@ Status CpuBackend::Pool2dBackward(const Pool2dParams& p, const Tensor& x, const 
   GEOMX_DCHECK(dx->shape() == x.shape());
   const PoolGeometry g(p, x.shape(), dy.shape());
   GEOMX_ASSIGN_OR_RETURN(
-      OneDnnPrimitive prim, dnn_->GetOrCreate("Pool2dBackward", g.Key(OneDnnOp::kPoolBackward, p), [&] {
+      const OneDnnPrimitive* prim, dnn_->GetOrCreate("Pool2dBackward", g.Key(OneDnnOp::kPoolBackward, p), [&] {
         pool_bwd::desc d(g.algo, g.x_md, g.y_md, g.strides, g.kernel, g.pad_l, g.pad_r);
         pool_bwd::primitive_desc pd(d, OneDnnDefaultAttr(), dnn_->engine(), g.ForwardPd(dnn_->engine()));
         return MakeOneDnnPrimitive<pool_bwd>(pd);
       }));
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_DIFF_DST, dnn_->Wrap(dy, g.y_md)},
                                                 {DNNL_ARG_DIFF_SRC, dnn_->Wrap(*dx, g.x_md)}};
-  const size_t ws_bytes = prim.workspace.get_size();
+  const size_t ws_bytes = prim->workspace.get_size();
   if (ws_bytes > 0) {
     if (!workspace.defined() || workspace.nbytes() < ws_bytes || !workspace.device().is_cpu()) {
       return Status::InvalidArgument("Pool2dBackward: max pooling needs the workspace from Pool2dForward (" +
                                      std::to_string(ws_bytes) + " bytes), got " +
                                      (workspace.defined() ? workspace.ToString() : std::string("none")));
     }
-    args.emplace(DNNL_ARG_WORKSPACE, dnn_->WrapRaw(workspace.raw_data(), prim.workspace));
+    args.emplace(DNNL_ARG_WORKSPACE, dnn_->WrapRaw(workspace.raw_data(), prim->workspace));
   }
-  return dnn_->Execute("Pool2dBackward", prim, std::move(args));
+  return dnn_->Execute("Pool2dBackward", *prim, std::move(args));
 }
 
 }  // namespace geomx
