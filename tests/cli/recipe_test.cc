@@ -1,0 +1,530 @@
+// Recipe parsing, validation and --set overrides (cli/recipe.h), against the schema (cli/recipe_schema.h).
+#include "cli/recipe.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/recipe_schema.h"
+#include "datasets/dataset.h"
+#include "nn/models/models.h"
+#include "nn/optim/optimizer.h"
+#include "tests/testutil.h"
+
+namespace geomx::cli {
+namespace {
+
+using Lines = std::vector<std::string>;
+
+// A recipe that sets every key to a value other than its default.
+constexpr char kFullRecipe[] = R"(name: full-run_1.0
+seed: 7
+device: cuda:1
+threads: 3
+model:
+  name: mlp
+  hidden: [64, 32, 16]
+  activation: gelu
+  dropout: 0.25
+  init: xavier
+data:
+  name: csv
+  path: /data/my table.csv
+  test_path: "/data/test #1: \"b\".csv"
+  test_fraction: 0.3
+  batch_size: 128
+  partition: dirichlet(0.3)
+  shuffle: false
+  prefetch: 0
+  normalize: no
+  augment: true
+  label_column: 0
+  header: false
+  num_features: 12
+  image_height: 64
+  image_width: 48
+  image_channels: 1
+  synthetic_train: 100
+  synthetic_test: 50
+  synthetic_classes: 3
+  synthetic_shape: [16]
+  synthetic_seed: 99
+optimizer:
+  name: adamw
+  lr: 3e-4
+  weight_decay: 0.01
+  momentum: 0.5
+  beta1: 0.8
+  beta2: 0.99
+  rho: 0.95
+  eps: 1e-6
+  schedule:
+    name: cosine
+    step_epochs: 2
+    gamma: 0.5
+    min_lr: 1e-5
+    warmup_iterations: 100
+training:
+  epochs: 9
+  max_iterations: 5000
+  eval_every: 250
+  eval_limit: 1000
+  target_accuracy: 0.91
+  stop_at_target: true
+  checkpoint_every: 1000
+  log_every: 10
+)";
+
+Recipe MustParse(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  Result<Recipe> r = ParseRecipe(yaml, "r.yaml", overrides);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : Recipe{};
+}
+
+// The error lines of a recipe that must fail validation.
+Lines ErrorLines(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  Result<Recipe> r = ParseRecipe(yaml, "r.yaml", overrides);
+  EXPECT_FALSE(r.ok()) << "expected errors, got a valid recipe for:\n" << yaml;
+  if (r.ok()) return {};
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  Lines lines;
+  std::istringstream in(r.status().message());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(RecipeTest, EmptyRecipeIsAllDefaults) {
+  Recipe r = MustParse("");
+  Recipe d;
+  EXPECT_EQ(r.source, "r.yaml");
+  for (const RecipeKey& key : RecipeKeys()) EXPECT_EQ(RecipeValueText(key, r), RecipeValueText(key, d)) << key.path;
+  EXPECT_EQ(r.name, "run");
+  EXPECT_EQ(r.model.name, "geomx-cnn");
+  EXPECT_EQ(r.data.batch_size, 32);
+  EXPECT_EQ(r.training.epochs, 5);
+  EXPECT_EQ(r.lr_schedule.name, "constant");
+}
+
+TEST(RecipeTest, ParsesEveryKey) {
+  Recipe r = MustParse(kFullRecipe);
+  EXPECT_EQ(r.name, "full-run_1.0");
+  EXPECT_EQ(r.seed, 7u);
+  EXPECT_EQ(r.device, "cuda:1");
+  EXPECT_EQ(r.threads, 3);
+  EXPECT_EQ(r.model.name, "mlp");
+  EXPECT_EQ(r.model.hidden, (std::vector<int>{64, 32, 16}));
+  EXPECT_EQ(r.model.activation, "gelu");
+  EXPECT_FLOAT_EQ(r.model.dropout, 0.25f);
+  EXPECT_EQ(r.model.init, "xavier");
+  EXPECT_EQ(r.data.name, "csv");
+  EXPECT_EQ(r.data.path, "/data/my table.csv");
+  EXPECT_EQ(r.data.test_path, "/data/test #1: \"b\".csv");
+  EXPECT_FLOAT_EQ(r.data.test_fraction, 0.3f);
+  EXPECT_EQ(r.data.batch_size, 128);
+  EXPECT_EQ(r.data.partition, data::PartitionKind::kDirichlet);
+  EXPECT_FLOAT_EQ(r.data.dirichlet_alpha, 0.3f);
+  EXPECT_FALSE(r.data.shuffle);
+  EXPECT_EQ(r.data.prefetch, 0);
+  EXPECT_FALSE(r.data.normalize);
+  EXPECT_TRUE(r.data.augment);
+  EXPECT_EQ(r.data.label_column, 0);
+  EXPECT_FALSE(r.data.header);
+  EXPECT_EQ(r.data.num_features, 12);
+  EXPECT_EQ(r.data.image_height, 64);
+  EXPECT_EQ(r.data.image_width, 48);
+  EXPECT_EQ(r.data.image_channels, 1);
+  EXPECT_EQ(r.data.synthetic_train, 100);
+  EXPECT_EQ(r.data.synthetic_test, 50);
+  EXPECT_EQ(r.data.synthetic_classes, 3);
+  EXPECT_EQ(r.data.synthetic_shape, (std::vector<int64_t>{16}));
+  EXPECT_EQ(r.data.synthetic_seed, 99u);
+  EXPECT_EQ(r.optimizer.name, "adamw");
+  EXPECT_FLOAT_EQ(r.optimizer.lr, 3e-4f);
+  EXPECT_FLOAT_EQ(r.optimizer.weight_decay, 0.01f);
+  EXPECT_FLOAT_EQ(r.optimizer.momentum, 0.5f);
+  EXPECT_FLOAT_EQ(r.optimizer.beta1, 0.8f);
+  EXPECT_FLOAT_EQ(r.optimizer.beta2, 0.99f);
+  EXPECT_FLOAT_EQ(r.optimizer.rho, 0.95f);
+  EXPECT_FLOAT_EQ(r.optimizer.eps, 1e-6f);
+  EXPECT_EQ(r.lr_schedule.name, "cosine");
+  EXPECT_EQ(r.lr_schedule.step_epochs, 2);
+  EXPECT_FLOAT_EQ(r.lr_schedule.gamma, 0.5f);
+  EXPECT_FLOAT_EQ(r.lr_schedule.min_lr, 1e-5f);
+  EXPECT_EQ(r.lr_schedule.warmup_iterations, 100);
+  EXPECT_EQ(r.training.epochs, 9);
+  EXPECT_EQ(r.training.max_iterations, 5000);
+  EXPECT_EQ(r.training.eval_every, 250);
+  EXPECT_EQ(r.training.eval_limit, 1000);
+  EXPECT_FLOAT_EQ(r.training.target_accuracy, 0.91f);
+  EXPECT_TRUE(r.training.stop_at_target);
+  EXPECT_EQ(r.training.checkpoint_every, 1000);
+  EXPECT_EQ(r.training.log_every, 10);
+}
+
+// kFullRecipe really exercises every key of the schema (so the round trip below covers them all).
+TEST(RecipeTest, FullRecipeSetsEverySchemaKey) {
+  Recipe full = MustParse(kFullRecipe);
+  Recipe defaults;
+  for (const RecipeKey& key : RecipeKeys()) {
+    EXPECT_NE(RecipeValueText(key, full), RecipeValueText(key, defaults)) << key.path;
+  }
+}
+
+// Each key writes its own field: setting one key changes that key's value and no other.
+TEST(RecipeTest, EachKeySetsOnlyItsOwnField) {
+  Recipe full = MustParse(kFullRecipe);
+  Recipe defaults;
+  for (const RecipeKey& key : RecipeKeys()) {
+    std::vector<std::string> flags = {std::string(key.path) + "=" + RecipeValueText(key, full)};
+    std::string companion;  // keys that are only valid together with another one
+    if (key.path == "data.name") companion = "data.path";
+    if (key.path == "training.stop_at_target") companion = "training.target_accuracy";
+    if (!companion.empty()) flags.push_back(companion + "=" + RecipeValueText(*FindRecipeKey(companion), full));
+    Recipe r = MustParse("", flags);
+    for (const RecipeKey& other : RecipeKeys()) {
+      if (other.path == companion) continue;
+      const Recipe& expected = other.path == key.path ? full : defaults;
+      EXPECT_EQ(RecipeValueText(other, r), RecipeValueText(other, expected))
+          << "after --set " << flags[0] << ", key " << other.path;
+    }
+  }
+}
+
+TEST(RecipeTest, RoundTripsThroughYaml) {
+  for (const char* text : {kFullRecipe, ""}) {
+    Recipe first = MustParse(text);
+    std::string yaml = RecipeToYaml(first);
+    Recipe second = MustParse(yaml);
+    EXPECT_EQ(RecipeToYaml(second), yaml);
+    for (const RecipeKey& key : RecipeKeys()) {
+      EXPECT_EQ(RecipeValueText(key, second), RecipeValueText(key, first)) << key.path;
+    }
+    EXPECT_EQ(second.data.test_path, first.data.test_path);
+    EXPECT_EQ(second.optimizer.lr, first.optimizer.lr);  // bit-exact floats
+    EXPECT_EQ(second.optimizer.eps, first.optimizer.eps);
+  }
+}
+
+TEST(RecipeTest, ResolvedYamlQuotesAwkwardStrings) {
+  for (const std::string& path :
+       {std::string("tab\there \"q\" back\\slash\nline"), std::string("null"), std::string("~"), std::string("- dash"),
+        std::string(" lead"), std::string("a:"), std::string("[x]"), std::string("#hash"), std::string("yes"),
+        std::string("C:\\x y")}) {
+    Recipe r;
+    r.data.path = path;
+    Recipe back = MustParse(RecipeToYaml(r));
+    EXPECT_EQ(back.data.path, path) << RecipeToYaml(r);
+  }
+}
+
+TEST(RecipeTest, ResolvedYamlListsEveryKeyInSchemaOrder) {
+  std::string yaml = RecipeToYaml(MustParse("data: {batch_size: 64}"));
+  EXPECT_NE(yaml.find("data:\n  name: fashion-mnist\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("  batch_size: 64\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("optimizer:\n  name: adam\n  lr: 0.001\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("  schedule:\n    name: constant\n"), std::string::npos) << yaml;
+  size_t last = 0;
+  for (const RecipeKey& key : RecipeKeys()) {
+    std::string leaf(key.path.substr(key.path.rfind('.') + 1));
+    size_t at = yaml.find(" " + leaf + ": ", last);
+    if (key.path.find('.') == std::string_view::npos) at = yaml.find("\n" + leaf + ": ", last);
+    ASSERT_NE(at, std::string::npos) << key.path << " missing or out of order in\n" << yaml;
+    last = at;
+  }
+}
+
+TEST(RecipeTest, AcceptsEveryPartitionForm) {
+  EXPECT_EQ(MustParse("data: {partition: iid}").data.partition, data::PartitionKind::kIid);
+  EXPECT_EQ(MustParse("data: {partition: by-class}").data.partition, data::PartitionKind::kByClass);
+  Recipe r = MustParse("data: {partition: dirichlet( 0.1 )}");
+  EXPECT_EQ(r.data.partition, data::PartitionKind::kDirichlet);
+  EXPECT_FLOAT_EQ(r.data.dirichlet_alpha, 0.1f);
+  EXPECT_EQ(ErrorLines("data: {partition: dirichlet}"),
+            Lines{"r.yaml:1:19: data.partition: dirichlet needs its concentration, e.g. dirichlet(0.5)"});
+  EXPECT_EQ(ErrorLines("data: {partition: dirichlet(x)}"),
+            Lines{"r.yaml:1:19: data.partition: dirichlet(ALPHA): expected a number for ALPHA, got 'x'"});
+  EXPECT_EQ(ErrorLines("data: {partition: dirichlet(0)}"),
+            Lines{"r.yaml:1:19: data.partition: dirichlet(ALPHA): ALPHA must be > 0, got 0"});
+  EXPECT_EQ(ErrorLines("data:\n  partition: byclass\n"),
+            Lines{"r.yaml:2:14: data.partition: expected iid, by-class or dirichlet(ALPHA), got 'byclass'"});
+  EXPECT_EQ(ErrorLines("data:\n  dirichlet_alpha: 0.3\n"),
+            Lines{"r.yaml:2:3: data.dirichlet_alpha: unknown key; the alpha is part of the partition, e.g. "
+                  "partition: dirichlet(0.5)"});
+}
+
+TEST(RecipeTest, DeviceSyntax) {
+  for (const char* ok : {"cpu", "cuda", "cuda:0", "cuda:12", "auto"}) {
+    EXPECT_EQ(MustParse(std::string("device: ") + ok).device, ok);
+  }
+  EXPECT_EQ(ErrorLines("device: cuda:x"),
+            Lines{"r.yaml:1:9: device: unknown device 'cuda:x' (allowed: cpu, cuda, cuda:N, auto)"});
+}
+
+TEST(RecipeTest, UnknownKeySuggestsTheClosestSibling) {
+  EXPECT_EQ(ErrorLines("data:\n  name: mnist\n  batch_sise: 8\n"),
+            Lines{"r.yaml:3:3: data.batch_sise: unknown key (did you mean 'batch_size'?)"});
+  EXPECT_EQ(ErrorLines("modle: {name: mlp}"), Lines{"r.yaml:1:1: modle: unknown key (did you mean 'model'?)"});
+  EXPECT_EQ(ErrorLines("optimizer:\n  learning_rate: 0.1\n"),
+            Lines{"r.yaml:2:3: optimizer.learning_rate: unknown key (did you mean 'lr'?)"});
+}
+
+TEST(RecipeTest, KeyInTheWrongSectionSuggestsItsPath) {
+  EXPECT_EQ(ErrorLines("training:\n  lr: 0.1\n"),
+            Lines{"r.yaml:2:3: training.lr: unknown key (did you mean 'optimizer.lr'?)"});
+  EXPECT_EQ(ErrorLines("batch_size: 8\n"),
+            Lines{"r.yaml:1:1: batch_size: unknown key (did you mean 'data.batch_size'?)"});
+}
+
+TEST(RecipeTest, UnknownKeyWithoutCloseMatchListsTheSection) {
+  EXPECT_EQ(ErrorLines("model:\n  zzzzzzzz: 1\n"),
+            Lines{"r.yaml:2:3: model.zzzzzzzz: unknown key (model has: name, hidden, activation, dropout, init)"});
+}
+
+TEST(RecipeTest, WrongTypes) {
+  EXPECT_EQ(ErrorLines("data:\n  batch_size: abc\n"),
+            Lines{"r.yaml:2:15: data.batch_size: expected an integer, got 'abc'"});
+  EXPECT_EQ(ErrorLines("data: {batch_size: 3.5}"),
+            Lines{"r.yaml:1:20: data.batch_size: expected an integer, got '3.5'"});
+  EXPECT_EQ(ErrorLines("optimizer: {lr: fast}"), Lines{"r.yaml:1:17: optimizer.lr: expected a number, got 'fast'"});
+  EXPECT_EQ(ErrorLines("data: {shuffle: maybe}"),
+            Lines{"r.yaml:1:17: data.shuffle: expected a boolean (true or false), got 'maybe'"});
+  EXPECT_EQ(ErrorLines("seed: -1"), Lines{"r.yaml:1:7: seed: must be >= 0, got -1"});
+  EXPECT_EQ(ErrorLines("training:\n  epochs: \"5\"\n"),
+            Lines{"r.yaml:2:11: training.epochs: expected an integer, got the quoted string '5' (remove the quotes)"});
+  EXPECT_EQ(ErrorLines("training:\n  epochs:\n"),
+            Lines{"r.yaml:2:3: training.epochs: expected an integer, got an empty value"});
+  EXPECT_EQ(ErrorLines("training:\n  epochs: [1]\n"),
+            Lines{"r.yaml:2:11: training.epochs: expected an integer, got a list"});
+  EXPECT_EQ(ErrorLines("model: {hidden: 64}"),
+            Lines{"r.yaml:1:17: model.hidden: expected a list of integers, e.g. [256, 128], got '64'"});
+  EXPECT_EQ(ErrorLines("model:\n  hidden: [64, abc, 0]\n"),
+            Lines({"r.yaml:2:16: model.hidden[1]: expected an integer, got 'abc'",
+                   "r.yaml:2:21: model.hidden[2]: must be >= 1, got 0"}));
+  EXPECT_EQ(
+      ErrorLines("model: mlp"),
+      Lines{"r.yaml:1:8: model: expected a mapping of keys (name, hidden, activation, dropout, init), got 'mlp'"});
+}
+
+TEST(RecipeTest, OutOfRangeValues) {
+  EXPECT_EQ(ErrorLines("data: {batch_size: 0}"), Lines{"r.yaml:1:20: data.batch_size: must be >= 1, got 0"});
+  EXPECT_EQ(ErrorLines("optimizer: {lr: -0.1}"), Lines{"r.yaml:1:17: optimizer.lr: must be > 0, got -0.1"});
+  EXPECT_EQ(ErrorLines("model: {dropout: 1}"), Lines{"r.yaml:1:18: model.dropout: must be in [0, 1), got 1"});
+  EXPECT_EQ(ErrorLines("training: {target_accuracy: 1.5}"),
+            Lines{"r.yaml:1:29: training.target_accuracy: must be in [0, 1], got 1.5"});
+  EXPECT_EQ(ErrorLines("threads: 99999999999"), Lines{"r.yaml:1:10: threads: must be <= 2147483647, got 99999999999"});
+  EXPECT_EQ(ErrorLines("optimizer: {eps: 1e99}"),
+            Lines{"r.yaml:1:18: optimizer.eps: must fit a 32-bit float, got 1e99"});
+  EXPECT_EQ(ErrorLines("data: {synthetic_shape: [1, 2, 3, 4]}"),
+            Lines{"r.yaml:1:25: data.synthetic_shape: expected 1 to 3 elements, got 4"});
+}
+
+TEST(RecipeTest, UnknownNamesListTheAllowedOnes) {
+  EXPECT_EQ(ErrorLines("model: {name: resnet}"),
+            Lines{"r.yaml:1:15: model.name: unknown model 'resnet' (did you mean 'resnet20'?); known: geomx-cnn, mlp, "
+                  "lenet5, resnet20"});
+  EXPECT_EQ(ErrorLines("data: {name: imagenet}"),
+            Lines{"r.yaml:1:14: data.name: unknown dataset 'imagenet'; known: mnist, fashion-mnist, cifar10, csv, "
+                  "libsvm, image-folder, synthetic"});
+  EXPECT_EQ(ErrorLines("optimizer: {name: adma}"),
+            Lines{"r.yaml:1:19: optimizer.name: unknown optimizer 'adma' (did you mean 'adam'?); known: sgd, "
+                  "momentum, nesterov, adagrad, rmsprop, adadelta, adam, adamw"});
+  EXPECT_EQ(ErrorLines("model: {activation: relux}"),
+            Lines{"r.yaml:1:21: model.activation: unknown activation 'relux' (did you mean 'relu'?); known: relu, "
+                  "tanh, sigmoid, gelu"});
+  EXPECT_EQ(ErrorLines("optimizer: {schedule: {name: linear}}"),
+            Lines{"r.yaml:1:30: optimizer.schedule.name: unknown schedule 'linear'; known: constant, step, cosine"});
+  EXPECT_EQ(ErrorLines("name: my run"),
+            Lines{"r.yaml:1:7: name: 'my run' may only contain letters, digits, '.', '_' and '-' (it names the run "
+                  "folder)"});
+}
+
+// The recipe's fixed name lists agree with the registries of the libraries (when they are linked in).
+TEST(RecipeTest, NameListsMatchTheRegistries) {
+  struct Case {
+    const char* path;
+    std::vector<std::string> registered;
+  };
+  for (const Case& c : {Case{"model.name", nn::ModelNames()}, Case{"data.name", data::DatasetNames()},
+                        Case{"optimizer.name", nn::OptimizerNames()}}) {
+    const RecipeKey* key = FindRecipeKey(c.path);
+    ASSERT_NE(key, nullptr);
+    if (c.registered.empty()) {
+      std::cout << c.path << ": registry empty in this binary; comparison skipped\n";
+      continue;
+    }
+    std::vector<std::string> allowed(key->allowed.begin(), key->allowed.end());
+    std::sort(allowed.begin(), allowed.end());
+    std::vector<std::string> registered = c.registered;
+    std::sort(registered.begin(), registered.end());
+    EXPECT_EQ(allowed, registered) << c.path << ": update the allowed list in cli/recipe_schema.cc (and the docs)";
+  }
+}
+
+TEST(RecipeTest, DistributedSectionsAreRefused) {
+  const std::string why = "distributed training is not available in this build yet (single-process training only); ";
+  EXPECT_EQ(
+      ErrorLines("name: x\ntopology:\n  central: {host: 127.0.0.1}\nsync: {mode: fsa}\n"
+                 "accelerators:\n  fp16: {}\noptimizer:\n  lr: 0.01\n  where: worker\n"),
+      Lines({"r.yaml:2:1: topology: " + why + "remove this section", "r.yaml:4:1: sync: " + why + "remove this section",
+             "r.yaml:5:1: accelerators: " + why + "remove this section",
+             "r.yaml:9:3: optimizer.where: " + why + "remove this key"}));
+  EXPECT_EQ(ErrorLines("", {"sync.mode=fsa", "optimizer.where=worker"}),
+            Lines({"--set sync.mode=fsa: sync: " + why + "remove this flag",
+                   "--set optimizer.where=worker: optimizer.where: " + why + "remove this flag"}));
+}
+
+TEST(RecipeTest, ReportsAllErrorsAtOnceInFileOrder) {
+  const char* text =
+      "name: ok\n"
+      "model:\n"
+      "  name: mlp\n"
+      "  hiddn: [1]\n"
+      "data:\n"
+      "  batch_size: -4\n"
+      "  batch_size: 8\n"
+      "optimizer: {name: sgd, lr: 0}\n"
+      "training:\n"
+      "  epochs: zero\n";
+  EXPECT_EQ(ErrorLines(text, {"data.prefetch=x"}),
+            Lines({"r.yaml:4:3: model.hiddn: unknown key (did you mean 'hidden'?)",
+                   "r.yaml:6:15: data.batch_size: must be >= 1, got -4",
+                   "r.yaml:7:3: data.batch_size: duplicate key (first given at line 6)",
+                   "r.yaml:8:28: optimizer.lr: must be > 0, got 0",
+                   "r.yaml:10:11: training.epochs: expected an integer, got 'zero'",
+                   "--set data.prefetch=x: data.prefetch: expected an integer, got 'x'"}));
+}
+
+TEST(RecipeTest, YamlSyntaxErrorsHaveAPosition) {
+  EXPECT_EQ(ErrorLines("model:\n  hidden: [1, 2\ndata: {}\n"),
+            Lines{"r.yaml:3:5: YAML syntax error: end of sequence flow not found"});
+  EXPECT_EQ(ErrorLines("model:\n\tname: mlp\n"), Lines{"r.yaml:2:6: YAML syntax error: illegal map value"});
+  // The flags are still checked after a syntax error.
+  EXPECT_EQ(ErrorLines("a: b: c\n", {"data.batch_size=0"}),
+            Lines({"r.yaml:1:5: YAML syntax error: illegal map value",
+                   "--set data.batch_size=0: data.batch_size: must be >= 1, got 0"}));
+  EXPECT_EQ(ErrorLines("- 1\n- 2\n"),
+            Lines{"r.yaml:1:1: a recipe is a mapping of sections (name, seed, device, threads, model, data, "
+                  "optimizer, training), got a list"});
+  EXPECT_EQ(ErrorLines("name: a\n---\nname: b\n"),
+            Lines{"r.yaml:3:1: a recipe file holds one YAML document; remove the second '---' and what follows"});
+}
+
+TEST(RecipeTest, CrossKeyRules) {
+  EXPECT_EQ(
+      ErrorLines("training:\n  stop_at_target: true\n"),
+      Lines{"r.yaml:2:19: training.stop_at_target: needs training.target_accuracy > 0 (the accuracy to stop at)"});
+  EXPECT_EQ(ErrorLines("data:\n  name: csv\n"),
+            Lines{"r.yaml:2:9: data.path: csv reads a file you name: set data.path to the training file (auto only "
+                  "finds the built-in datasets)"});
+  EXPECT_EQ(ErrorLines("optimizer: {lr: 0.01, schedule: {name: cosine, min_lr: 0.1}}"),
+            Lines{"r.yaml:1:56: optimizer.schedule.min_lr: must be <= optimizer.lr (0.01) for the cosine schedule, "
+                  "got 0.1"});
+  // A key that already has an error does not also fail the rules that use it.
+  EXPECT_EQ(ErrorLines("training: {stop_at_target: true, target_accuracy: 2}"),
+            Lines{"r.yaml:1:51: training.target_accuracy: must be in [0, 1], got 2"});
+  // --set can complete a rule.
+  EXPECT_TRUE(ParseRecipe("training:\n  stop_at_target: true\n", "r.yaml", {"training.target_accuracy=0.9"}).ok());
+}
+
+TEST(RecipeOverrideTest, OverridesApplyOnTopOfTheFile) {
+  Recipe r = MustParse(
+      "data: {batch_size: 32}\nmodel: {name: mlp}\n",
+      {"data.batch_size=8", "model.hidden=[64,32]", "data.partition=dirichlet(0.5)", "optimizer.schedule.name=step",
+       "name=tuned", "data.test_path=", "data.batch_size=16", "data.path=/data/a: b.csv"});
+  EXPECT_EQ(r.data.batch_size, 16);  // the last flag wins
+  EXPECT_EQ(r.model.name, "mlp");
+  EXPECT_EQ(r.model.hidden, (std::vector<int>{64, 32}));
+  EXPECT_EQ(r.data.partition, data::PartitionKind::kDirichlet);
+  EXPECT_EQ(r.lr_schedule.name, "step");
+  EXPECT_EQ(r.name, "tuned");
+  EXPECT_EQ(r.data.test_path, "");
+  EXPECT_EQ(r.data.path, "/data/a: b.csv");  // not one YAML scalar: a string key takes the text as it is
+}
+
+TEST(RecipeOverrideTest, ErrorsNameTheFlag) {
+  EXPECT_EQ(ErrorLines("", {"data.batch_sise=8"}),
+            Lines{"--set data.batch_sise=8: unknown key 'data.batch_sise' (did you mean 'data.batch_size'?)"});
+  EXPECT_EQ(ErrorLines("", {"data.batch=8"}),
+            Lines{"--set data.batch=8: unknown key 'data.batch' (did you mean 'data.batch_size'?)"});
+  EXPECT_EQ(ErrorLines("", {"dta.batch_size=8"}),
+            Lines{"--set dta.batch_size=8: unknown key 'dta.batch_size' (did you mean 'data.batch_size'?)"});
+  EXPECT_EQ(ErrorLines("", {"training.lr=8"}),
+            Lines{"--set training.lr=8: unknown key 'training.lr' (did you mean 'optimizer.lr'?)"});
+  EXPECT_EQ(ErrorLines("", {"batch_size=8"}),
+            Lines{"--set batch_size=8: unknown key 'batch_size' (did you mean 'data.batch_size'?)"});
+  EXPECT_EQ(ErrorLines("", {"data.batch_size=abc"}),
+            Lines{"--set data.batch_size=abc: data.batch_size: expected an integer, got 'abc'"});
+  EXPECT_EQ(ErrorLines("", {"model.hidden=[64,x]"}),
+            Lines{"--set model.hidden=[64,x]: model.hidden[1]: expected an integer, got 'x'"});
+  EXPECT_EQ(ErrorLines("", {"model.hidden=[64,"}),
+            Lines{"--set model.hidden=[64,: model.hidden: invalid YAML value '[64,': end of sequence flow not found"});
+  EXPECT_EQ(ErrorLines("", {"model.dropout=1"}),
+            Lines{"--set model.dropout=1: model.dropout: must be in [0, 1), got 1"});
+  EXPECT_EQ(ErrorLines("", {"model=mlp"}),
+            Lines{"--set model=mlp: model: is a section; set one of its keys, e.g. --set model.name=..."});
+  EXPECT_EQ(ErrorLines("", {"epochs"}), Lines{"--set epochs: expected key.path=value, e.g. --set data.batch_size=64"});
+  EXPECT_EQ(ErrorLines("", {"model.name=resnet"}),
+            Lines{"--set model.name=resnet: model.name: unknown model 'resnet' (did you mean 'resnet20'?); known: "
+                  "geomx-cnn, mlp, lenet5, resnet20"});
+  EXPECT_EQ(ErrorLines("", {"training.stop_at_target=true"}),
+            Lines{"--set training.stop_at_target=true: training.stop_at_target: needs training.target_accuracy > 0 "
+                  "(the accuracy to stop at)"});
+}
+
+TEST(LoadRecipeTest, ReadsFilesAndNamesThemInErrors) {
+  testing::ScratchDir dir;
+  std::string good = (dir / "good.yaml").string();
+  testing::WriteFile(good, "name: from-file\ndata: {batch_size: 64}\n");
+  Result<Recipe> r = LoadRecipe(good, {"training.epochs=2"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->source, good);
+  EXPECT_EQ(r->name, "from-file");
+  EXPECT_EQ(r->data.batch_size, 64);
+  EXPECT_EQ(r->training.epochs, 2);
+
+  std::string bad = (dir / "bad.yaml").string();
+  testing::WriteFile(bad, "data:\n  batch_size: 0\n");
+  Result<Recipe> b = LoadRecipe(bad);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.status().message(), bad + ":2:15: data.batch_size: must be >= 1, got 0");
+}
+
+TEST(LoadRecipeTest, MissingFileIsNotFound) {
+  Result<Recipe> r = LoadRecipe("/nonexistent/geomx/recipe.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("/nonexistent/geomx/recipe.yaml"), std::string::npos);
+  testing::ScratchDir dir;
+  Result<Recipe> d = LoadRecipe(dir.path().string());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(RecipeSchemaTest, ClosestName) {
+  EXPECT_EQ(ClosestName("batch_sise", {"batch_size", "shuffle"}), "batch_size");
+  EXPECT_EQ(ClosestName("epoch", {"epochs", "eval_every"}), "epochs");
+  EXPECT_EQ(ClosestName("lr", {"rho", "eps"}), "");
+  EXPECT_EQ(ClosestName("completely_different", {"name"}), "");
+}
+
+TEST(RecipeSchemaTest, TableIsWellFormed) {
+  std::vector<std::string_view> seen;
+  for (const RecipeKey& key : RecipeKeys()) {
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), key.path), 0) << "duplicate key " << key.path;
+    seen.push_back(key.path);
+    EXPECT_FALSE(key.help.empty()) << key.path;
+    EXPECT_FALSE(IsDistributedOnlyPath(key.path)) << key.path;
+    EXPECT_FALSE(IsRecipeSection(key.path)) << key.path;
+  }
+  EXPECT_TRUE(IsRecipeSection("optimizer.schedule"));
+  EXPECT_EQ(RecipeSectionChildren(""),
+            (std::vector<std::string>{"name", "seed", "device", "threads", "model", "data", "optimizer", "training"}));
+}
+
+}  // namespace
+}  // namespace geomx::cli

@@ -1,0 +1,148 @@
+// The files that ship with the repository: every recipes/*.yaml loads and validates, and docs/recipes.md holds
+// the current key reference generated from the schema (cli/recipe_schema.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/recipe.h"
+#include "cli/recipe_schema.h"
+#include "tests/testutil.h"
+
+namespace geomx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kBeginMarker[] = "<!-- BEGIN GENERATED KEY REFERENCE";
+constexpr char kEndMarker[] = "<!-- END GENERATED KEY REFERENCE -->";
+
+std::vector<fs::path> RecipeFiles() {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(testing::SourceDir() / "recipes")) {
+    if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Recipe MustLoad(const std::string& stem) {
+  Result<Recipe> r = LoadRecipe((testing::SourceDir() / "recipes" / (stem + ".yaml")).string());
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : Recipe{};
+}
+
+std::string DocsText() { return testing::ReadFile(testing::SourceDir() / "docs" / "recipes.md"); }
+
+TEST(RecipesDirTest, EveryRecipeLoadsValidatesAndRoundTrips) {
+  std::vector<fs::path> files = RecipeFiles();
+  EXPECT_GE(files.size(), 5u);
+  for (const fs::path& file : files) {
+    SCOPED_TRACE(file.string());
+    Result<Recipe> r = LoadRecipe(file.string());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->name, file.stem().string()) << "a recipe's name is its file name (docs/recipes.md)";
+    std::string yaml = RecipeToYaml(*r);
+    Result<Recipe> again = ParseRecipe(yaml, file.string());
+    ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << yaml;
+    EXPECT_EQ(RecipeToYaml(*again), yaml);
+  }
+}
+
+TEST(RecipesDirTest, ShippedRecipesSayWhatTheyPromise) {
+  Recipe quick = MustLoad("quickstart");
+  EXPECT_EQ(quick.model.name, "geomx-cnn");
+  EXPECT_EQ(quick.data.name, "fashion-mnist");
+  EXPECT_EQ(quick.optimizer.name, "adam");
+  EXPECT_FLOAT_EQ(quick.optimizer.lr, 0.001f);
+  EXPECT_TRUE(quick.data.batch_size == 32 || quick.data.batch_size == 64);
+  EXPECT_EQ(quick.training.epochs, 2);
+  EXPECT_EQ(quick.training.eval_every, 500);
+
+  Recipe fashion = MustLoad("fashion_cnn");
+  EXPECT_EQ(fashion.model.name, "geomx-cnn");
+  EXPECT_EQ(fashion.data.name, "fashion-mnist");
+  EXPECT_GE(fashion.training.target_accuracy, 0.91f);
+  EXPECT_NE(fashion.lr_schedule.name, "constant");
+
+  Recipe smoke = MustLoad("synthetic_smoke");
+  EXPECT_EQ(smoke.data.name, "synthetic");
+  EXPECT_EQ(smoke.model.name, "mlp");
+  EXPECT_LE(smoke.data.synthetic_train * smoke.training.epochs, 20000) << "the smoke recipe must stay tiny";
+
+  EXPECT_EQ(MustLoad("mnist_mlp").model.name, "mlp");
+  EXPECT_EQ(MustLoad("cifar10_resnet20").model.name, "resnet20");
+}
+
+TEST(RecipesDirTest, ReadmePointsToTheDocs) {
+  std::string readme = testing::ReadFile(testing::SourceDir() / "recipes" / "README.md");
+  EXPECT_NE(readme.find("docs/recipes.md"), std::string::npos);
+}
+
+TEST(RecipesDocsTest, EveryKeyIsDocumented) {
+  std::string docs = DocsText();
+  for (const RecipeKey& key : RecipeKeys()) {
+    std::string quoted(1, '`');  // appended, not "`" + ...: GCC 12 warns falsely (-Wrestrict) on the latter
+    quoted.append(key.path).push_back('`');
+    EXPECT_NE(docs.find(quoted), std::string::npos) << key.path << " is not in docs/recipes.md";
+  }
+}
+
+// The reference section of docs/recipes.md is RecipeSchemaMarkdown() verbatim, so types, defaults and ranges in
+// the docs cannot drift from the code.
+TEST(RecipesDocsTest, KeyReferenceIsCurrent) {
+  std::string docs = DocsText();
+  size_t begin = docs.find(kBeginMarker);
+  size_t end = docs.find(kEndMarker);
+  ASSERT_NE(begin, std::string::npos) << "docs/recipes.md lacks " << kBeginMarker;
+  ASSERT_NE(end, std::string::npos) << "docs/recipes.md lacks " << kEndMarker;
+  begin = docs.find('\n', begin) + 1;
+  std::string expected(1, '\n');
+  expected.append(RecipeSchemaMarkdown()).push_back('\n');
+  EXPECT_EQ(docs.substr(begin, end - begin), expected)
+      << "regenerate the section between the markers in docs/recipes.md with the text above (Expected side)";
+}
+
+// Every ```yaml block in docs/recipes.md is a valid recipe (error examples use ```text).
+TEST(RecipesDocsTest, YamlExamplesAreValid) {
+  std::string docs = DocsText();
+  int examples = 0;
+  for (size_t at = docs.find("```yaml\n"); at != std::string::npos; at = docs.find("```yaml\n", at + 1)) {
+    size_t start = at + 8;
+    size_t stop = docs.find("```", start);
+    ASSERT_NE(stop, std::string::npos);
+    std::string block = docs.substr(start, stop - start);
+    Result<Recipe> r = ParseRecipe(block, "docs/recipes.md example");
+    EXPECT_TRUE(r.ok()) << r.status().ToString() << "\n" << block;
+    ++examples;
+  }
+  EXPECT_GE(examples, 2);
+}
+
+std::vector<std::string> TextBlocks(const std::string& docs) {
+  std::vector<std::string> blocks;
+  for (size_t at = docs.find("```text\n"); at != std::string::npos; at = docs.find("```text\n", at + 1)) {
+    size_t start = at + 8;
+    size_t stop = docs.find("```", start);
+    if (stop == std::string::npos) break;
+    blocks.push_back(docs.substr(start, stop - start));
+  }
+  return blocks;
+}
+
+// The error example of docs/recipes.md is what the parser really prints.
+TEST(RecipesDocsTest, ErrorExampleIsCurrent) {
+  std::vector<std::string> blocks = TextBlocks(DocsText());
+  auto recipe = std::find_if(blocks.begin(), blocks.end(),
+                             [](const std::string& b) { return b.rfind("name: fashion-try\n", 0) == 0; });
+  ASSERT_NE(recipe, blocks.end()) << "the error example (a ```text block starting 'name: fashion-try') is gone";
+  ASSERT_NE(recipe + 1, blocks.end());
+  Result<Recipe> r = ParseRecipe(*recipe, "broken.yaml", {"data.partition=dirichlet", "model.hidden=[64,x]"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message() + "\n", *(recipe + 1));
+}
+
+}  // namespace
+}  // namespace geomx::cli
