@@ -173,7 +173,10 @@ Result<std::shared_ptr<const Dataset>> LoadIdxSplit(const std::string& dir, cons
     return Status::DataLoss(image_path + " holds " + std::to_string(ih.dims[0]) + " images but " + label_path +
                             " holds " + std::to_string(lh.dims[0]) + " labels");
   }
-  if (ih.dims[1] == 0 || ih.dims[2] == 0) return Status::DataLoss(image_path + ": images of size zero");
+  if (ih.dims[1] == 0 || ih.dims[2] == 0 || ih.dims[1] * ih.dims[2] > (int64_t{1} << 24)) {
+    return Status::DataLoss(image_path + ": implausible image size " + std::to_string(ih.dims[1]) + "x" +
+                            std::to_string(ih.dims[2]));
+  }
 
   DatasetInfo info;
   info.format = images_file.gzipped ? "idx.gz" : "idx";

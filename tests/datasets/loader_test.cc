@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <vector>
@@ -196,6 +199,34 @@ TEST(LoaderTest, TrainLoaderOptionsCopiesTheConfig) {
   EXPECT_EQ(o.seed, 9u);
   EXPECT_EQ(o.partition, PartitionKind::kDirichlet);
   EXPECT_FLOAT_EQ(o.dirichlet_alpha, 0.3f);
+}
+
+TEST(LoaderTest, InstalledFashionMnistEpoch) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed";
+  }
+  auto splits = OpenDataset(DataConfig{});
+  ASSERT_TRUE(splits.ok()) << splits.status().ToString();
+  LoaderOptions o = Options(64, 2, 3);
+  o.world = 2;
+  o.rank = 1;
+  o.augment = true;
+  DataLoader loader(splits->train, o);
+  EXPECT_EQ(loader.num_examples(), 30000);
+  EXPECT_EQ(loader.batches_per_epoch(), 469);
+  const auto t0 = std::chrono::steady_clock::now();
+  loader.StartEpoch(0);
+  Batch b;
+  int64_t examples = 0;
+  while (loader.Next(&b)) {
+    ASSERT_EQ(b.x.shape().dims().size(), 4u);
+    EXPECT_EQ(b.x.dim(1), 1);
+    EXPECT_EQ(b.x.dim(3), 28);
+    examples += b.x.dim(0);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(examples, 30000);
+  std::printf("Fashion-MNIST: half an epoch (30000 examples, augmented) in %.3f s, %.0f examples/s\n", s, examples / s);
 }
 
 }  // namespace
