@@ -63,14 +63,16 @@ int main(int argc, char** argv) {
   // train
   geomx::cli::TrainFlags train;
   CLI::App* train_cmd = app.add_subcommand("train", "Train a model from a YAML recipe");
-  train_cmd->add_option("recipe", train.recipe, "Recipe file (docs/recipes.md)")->required();
+  train_cmd->add_option("recipe", train.recipe, "Recipe file (docs/recipes.md); optional with --resume");
   train_cmd->add_option("--set", train.sets, "Override a recipe key: --set data.batch_size=64 (repeatable)");
   train_cmd->add_option("--out", train.out, "Run folder (default runs/<name>-<timestamp>)");
-  train_cmd->add_option("--resume", train.resume, "Continue the run in this folder from its last checkpoint");
+  train_cmd->add_option("--resume", train.resume,
+                        "Continue the run in this folder from its last checkpoint, with its recorded recipe");
   train_cmd->add_flag("--dry-run", train.dry_run, "Print the resolved recipe and the plan, then exit");
   train_cmd->footer(
       "Example:\n  geomx train recipes/quickstart.yaml --set training.epochs=1 --out runs/try1\n"
-      "  geomx train recipes/quickstart.yaml --resume runs/try1   # after Ctrl-C");
+      "  geomx train --resume runs/try1                            # after Ctrl-C\n"
+      "  geomx train --resume runs/try1 --set training.epochs=4   # train a finished run further");
 
   // eval
   std::string eval_ckpt, eval_recipe;

@@ -173,8 +173,28 @@ void PrintPlan(const Recipe& recipe, const RunSetup& setup, nn::Module& model) {
 }  // namespace
 
 Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interrupted) {
-  // 1. Validate everything before creating anything.
-  GEOMX_ASSIGN_OR_RETURN(Recipe recipe, LoadRecipe(flags.recipe, flags.sets));
+  // 1. Validate everything before creating anything. A resumed run continues with its own resolved recipe
+  //    (DIR/recipe.yaml, which already holds the first run's --set values) plus any new --set overrides.
+  Recipe recipe;
+  if (!flags.resume.empty()) {
+    const fs::path recorded = fs::path(flags.resume) / "recipe.yaml";
+    if (!fs::exists(recorded)) {
+      return Status::NotFound("--resume " + flags.resume + ": not a geomx run folder (no recipe.yaml)");
+    }
+    GEOMX_ASSIGN_OR_RETURN(recipe, LoadRecipe(recorded.string(), flags.sets));
+    if (!flags.recipe.empty()) {
+      GEOMX_ASSIGN_OR_RETURN(Recipe given, LoadRecipe(flags.recipe));
+      GEOMX_ASSIGN_OR_RETURN(Recipe run_recipe, LoadRecipe(recorded.string()));
+      if (RecipeToYaml(given) != RecipeToYaml(run_recipe)) {
+        return Status::InvalidArgument(
+            flags.recipe + " differs from the recipe the run in " + flags.resume +
+            " was trained with (its recipe.yaml); omit the recipe to resume that run, and change keys with --set");
+      }
+    }
+  } else {
+    if (flags.recipe.empty()) return Status::InvalidArgument("train: a RECIPE file is required (or --resume DIR)");
+    GEOMX_ASSIGN_OR_RETURN(recipe, LoadRecipe(flags.recipe, flags.sets));
+  }
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
   nn::Module& model = *setup.model;
   auto opt_or = nn::CreateOptimizer(recipe.optimizer);
@@ -203,6 +223,8 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
                                      std::to_string(recipe.training.epochs) +
                                      " epochs (raise training.epochs with --set to train further)");
     }
+    // Keep the overrides for the next resume.
+    GEOMX_RETURN_IF_ERROR(WriteFileAtomically(opened.path() / "recipe.yaml", RecipeToYaml(recipe)));
     std::printf("resuming %s from %s (iteration %lld, epoch %d)\n", opened.path().c_str(), ckpt.c_str(),
                 static_cast<long long>(state.iteration), state.epoch);
     run.emplace(std::move(opened));
@@ -260,8 +282,8 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
                 std::max(0.0, state.best_accuracy), run->path().c_str());
   progress.Message(line);
   if (was_interrupted) {
-    return Status::Cancelled("interrupted; checkpoint saved, continue with: geomx train " + flags.recipe +
-                             " --resume " + run->path().string());
+    return Status::Cancelled("interrupted; checkpoint saved, continue with: geomx train --resume " +
+                             run->path().string());
   }
   return Status::Ok();
 }

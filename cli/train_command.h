@@ -13,10 +13,10 @@
 namespace geomx::cli {
 
 struct TrainFlags {
-  std::string recipe;              // path to the YAML recipe
+  std::string recipe;              // path to the YAML recipe (optional with --resume: must then match the run's)
   std::vector<std::string> sets;   // --set key.path=value overrides
   std::string out;                 // --out DIR (default runs/<name>-<timestamp>)
-  std::string resume;              // --resume RUN_DIR (continue from its last checkpoint)
+  std::string resume;              // --resume RUN_DIR: continue from its last checkpoint with its recipe.yaml
   bool dry_run = false;            // --dry-run: print the resolved recipe and the plan, then exit
 };
 

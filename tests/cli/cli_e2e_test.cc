@@ -55,7 +55,7 @@ TEST(CliTest, HelpForEverySubcommandShowsAnExample) {
 TEST(CliTest, UnknownFlagsAndSubcommandsAreUserErrors) {
   EXPECT_EQ(RunGeomx("").exit_code, 2);
   EXPECT_EQ(RunGeomx("frobnicate").exit_code, 2);
-  EXPECT_EQ(RunGeomx("train").exit_code, 2);  // missing recipe
+  EXPECT_EQ(RunGeomx("train").exit_code, 2);  // missing recipe (and no --resume)
   EXPECT_EQ(RunGeomx("train x.yaml --no-such-flag").exit_code, 2);
 }
 
@@ -119,7 +119,11 @@ TEST(CliTest, ResumeContinuesToTheSameResultAsOneRun) {
   ASSERT_EQ(RunGeomx("train r.yaml --out full", dir.path()).exit_code, 0);
   auto first = RunGeomx("train r.yaml --out part --set training.epochs=1", dir.path());
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  auto resumed = RunGeomx("train r.yaml --resume part", dir.path());
+  // The run's recipe (with epochs=1) differs from r.yaml: naming r.yaml is refused, --set raises the epochs.
+  auto mismatch = RunGeomx("train r.yaml --resume part", dir.path());
+  EXPECT_EQ(mismatch.exit_code, 2) << mismatch.output;
+  EXPECT_NE(mismatch.output.find("differs"), std::string::npos) << mismatch.output;
+  auto resumed = RunGeomx("train --resume part --set training.epochs=2", dir.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   const std::string a = ReadFile(dir / "full" / "summary.json");
   const std::string b = ReadFile(dir / "part" / "summary.json");
@@ -127,8 +131,9 @@ TEST(CliTest, ResumeContinuesToTheSameResultAsOneRun) {
   EXPECT_EQ(Field(a, "final_test_accuracy"), Field(b, "final_test_accuracy"));
   EXPECT_EQ(Field(a, "final_test_loss"), Field(b, "final_test_loss"));
   EXPECT_EQ(CountLines(ReadFile(dir / "part" / "metrics.jsonl")), 2u);
-  // A finished run cannot be resumed without raising the epochs.
-  EXPECT_EQ(RunGeomx("train r.yaml --resume part", dir.path()).exit_code, 2);
+  // A finished run cannot be resumed without raising the epochs (recorded now: 2).
+  EXPECT_EQ(RunGeomx("train --resume part", dir.path()).exit_code, 2);
+  EXPECT_EQ(RunGeomx("train --resume nowhere", dir.path()).exit_code, 2);
 }
 
 TEST(CliTest, DryRunPrintsPlanAndCreatesNothing) {
@@ -151,7 +156,7 @@ TEST(CliTest, BadInputExits2AndLeavesNoRunFolder) {
     std::string args, expect;
   } cases[] = {
       {"train missing.yaml", "missing.yaml"},
-      {"train typo.yaml", "typo.yaml:10:1"},
+      {"train typo.yaml", "typo.yaml:13:1"},
       {"train syntax.yaml", "syntax.yaml:"},
       {"train range.yaml", "data.batch_size"},
       {"train typo.yaml --set training.epochs=1", "typo.yaml"},
@@ -225,7 +230,7 @@ TEST(CliTest, CtrlCWritesCheckpointAndResumeFinishes) {
   EXPECT_EQ(Field(summary, "status"), "\"interrupted\"");
   EXPECT_TRUE(fs::exists(dir / "run" / "checkpoints" / "LAST"));
   const int64_t stopped_at = std::stoll(Field(summary, "iterations"));
-  auto resumed = RunGeomx("train r.yaml --resume run --set training.max_iterations=" +
+  auto resumed = RunGeomx("train --resume run --set training.max_iterations=" +
                               std::to_string(stopped_at + 8),
                           dir.path());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;

@@ -64,7 +64,7 @@ class RecordingListener : public TrainerListener {
     checkpoints.push_back(s.iteration);
     return Status::Ok();
   }
-  void OnIteration(const ProgressInfo& p) override {
+  void OnIteration(const ProgressInfo&) override {
     ++iterations;
     if (stop_after > 0 && iterations == stop_after && flag) flag->store(true);
   }
