@@ -84,6 +84,23 @@ TEST(CliTest, VersionAlgosAndDataList) {
   EXPECT_NE(d.output.find("fashion-mnist"), std::string::npos);
 }
 
+TEST(CliTest, DataInspectDescribesAFileAndRejectsBadOnes) {
+  ScratchDir dir;
+  WriteFile(dir / "t.libsvm", "1 qid:1 1:0.5 3:1\n0 qid:1 2:0.25\n2 qid:2 1:1 2:1 3:1\n");
+  auto ok = RunGeomx("data inspect t.libsvm", dir.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("libsvm"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("3"), std::string::npos) << ok.output;
+  EXPECT_EQ(RunGeomx("data inspect missing.bin", dir.path()).exit_code, 2);
+  std::string garbage(4096, '\0');
+  garbage[0] = '\x1f';
+  garbage[1] = '\x8b';  // a gzip header followed by nothing valid
+  WriteFile(dir / "bad.gz", garbage);
+  auto bad = RunGeomx("data inspect bad.gz", dir.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("bad.gz"), std::string::npos) << bad.output;
+}
+
 TEST(CliTest, TrainWritesRunFolderAndEvalAgrees) {
   ScratchDir dir;
   WriteFile(dir / "r.yaml", kSmokeRecipe);
