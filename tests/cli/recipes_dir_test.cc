@@ -55,11 +55,10 @@ TEST(RecipesDirTest, ShippedRecipesSayWhatTheyPromise) {
   Recipe quick = MustLoad("quickstart");
   EXPECT_EQ(quick.model.name, "geomx-cnn");
   EXPECT_EQ(quick.data.name, "fashion-mnist");
-  EXPECT_EQ(quick.optimizer.name, "adam");
-  EXPECT_FLOAT_EQ(quick.optimizer.lr, 0.001f);
+  EXPECT_EQ(quick.data.path, "auto");
+  EXPECT_EQ(quick.device, "cpu") << "make run must work on a machine without a GPU";
   EXPECT_TRUE(quick.data.batch_size == 32 || quick.data.batch_size == 64);
-  EXPECT_EQ(quick.training.epochs, 2);
-  EXPECT_EQ(quick.training.eval_every, 500);
+  EXPECT_LE(quick.training.epochs, 8) << "the quick start must stay quick (docs/benchmarks.md)";
 
   Recipe fashion = MustLoad("fashion_cnn");
   EXPECT_EQ(fashion.model.name, "geomx-cnn");
