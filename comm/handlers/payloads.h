@@ -1,0 +1,55 @@
+// Payload formats of the built-in reducers (handlers/reducer.h), with encoders for workers and bounds-checked
+// decoders (kDataLoss on malformed input: payloads come from peers). One payload is one data frame; all integers
+// and floats are little-endian, as in memory on the supported hosts.
+//
+//   row_sparse        [u64 num_rows][u64 width][num_rows x u64 row index][num_rows*width x f32]
+//   concat            [u64 num_records] then per record [u64 bytes][bytes]
+//   topk_merge        [u64 k][u64 n] then n x [f32 distance][u32 0][u64 id][i64 label]   (n <= k)
+//   weighted_average  [f64 weight][length x f32 values]   (the values are already the average; weight > 0)
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/base/bytes.h"
+#include "engine/base/status.h"
+
+namespace geomx::comm {
+
+struct RowSparse {
+  uint64_t width = 0;               // floats per row
+  std::vector<uint64_t> rows;       // row indices
+  std::vector<float> values;        // rows.size() * width floats, row-major
+};
+// Encodes `rows` (any order, duplicates allowed) with their values (rows.size() * width floats).
+Bytes EncodeRowSparse(uint64_t width, std::span<const uint64_t> rows, std::span<const float> values);
+Result<RowSparse> DecodeRowSparse(const Bytes& payload);
+
+// Concat record lists. DecodeRecords returns zero-copy slices of `payload`.
+Bytes EncodeRecords(std::span<const Bytes> records);
+Result<std::vector<Bytes>> DecodeRecords(const Bytes& payload);
+
+struct Neighbor {
+  float distance = 0;
+  uint64_t id = 0;
+  int64_t label = 0;
+};
+// Keeps at most k neighbours (the k smallest by (distance, id)) when encoding.
+Bytes EncodeTopK(uint64_t k, std::span<const Neighbor> neighbors);
+struct TopK {
+  uint64_t k = 0;
+  std::vector<Neighbor> neighbors;  // sorted by (distance, id)
+};
+Result<TopK> DecodeTopK(const Bytes& payload);
+
+struct WeightedValues {
+  double weight = 0;
+  std::vector<float> values;
+};
+Bytes EncodeWeighted(double weight, std::span<const float> values);
+Result<WeightedValues> DecodeWeighted(const Bytes& payload);
+
+}  // namespace geomx::comm

@@ -1,0 +1,93 @@
+// SyncAggregator: the fully-synchronous (FSA) ServerHandler of one server.
+//
+// For every wire key it serves and every round r >= 0 it collects exactly one push (kPush or kPushPull) from each
+// of `expected_senders` distinct nodes, combines them with its Reducer in sender-rank order, and hands the result
+// to the AggregateSink. When the sink calls done(OK, value), the value becomes the key's stored value and every
+// push, pushpull and pull waiting on that key and round is answered at once: pushes with an ack, pushpulls and
+// pulls with the value (so a worker gets the new value in the answer to its push: one round trip).
+//
+// Rounds and the store:
+//   * a push for a round that already completed, or a second push from the same node for an open round (a new
+//     request, not a transport duplicate) is refused with kInvalidArgument naming the key and round; at most
+//     `max_open_rounds` rounds per key may be open at once;
+//   * a pull for round r waits until r completed, then gets the latest stored value;
+//   * round kInitRound (-1): a push sets the stored value at once (the master worker initialising global
+//     weights; the reducer validates the payload); a pull is answered from the stored value, deferred until one
+//     exists; if there is none the sink is asked to FetchInitial (a ForwardSink pulls it from the global tier;
+//     concurrent pulls share one fetch).
+//   * kControl requests are passed to `on_control` (kUnimplemented when unset) and answered with its status.
+// Every refusal is an error response (Meta.status_code + body): unknown wire key or one served by another
+// server, wrong codec, wrong length or malformed payload, bad round. A request refused for one key is refused as
+// a whole and changes nothing.
+//
+// Ownership: borrows the sink (must outlive the aggregator and its pending callbacks). Thread-safe: Handle runs
+// on the receive thread, done() may come from any thread; one mutex guards all state, never held while calling
+// the sink or sending.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "comm/handlers/aggregate_sink.h"
+#include "comm/handlers/reducer.h"
+#include "comm/key_layout.h"
+#include "comm/kv_server.h"
+
+namespace geomx::comm {
+
+struct SyncAggregatorOptions {
+  int expected_senders = 1;          // pushes per (key, round): workers of the tier (or parties, at the top)
+  std::string reducer = "sum";       // handlers/reducer.h
+  int max_open_rounds = 64;          // per key; more is refused (bounded memory)
+  std::function<Status(const KvRequest&)> on_control;  // kControl requests; runs on the receive thread
+};
+
+class SyncAggregator : public ServerHandler {
+ public:
+  // `layout` is the tier's layout; the server's rank (from the KvServer's Postoffice) selects its wire keys.
+  // kInvalidArgument for expected_senders < 1 or max_open_rounds < 1; kNotFound for an unknown reducer.
+  static Result<std::unique_ptr<SyncAggregator>> Create(KeyLayout layout, SyncAggregatorOptions options,
+                                                        AggregateSink* sink);
+
+  void Handle(const KvRequest& req, KvServer& server) override;
+
+  // The stored value of a wire key, if any (tests and checkpoints).
+  std::optional<Bytes> Stored(uint64_t wire_key) const;
+  // Rounds currently open over all keys (tests of bounded memory).
+  size_t num_open_rounds() const;
+
+ private:
+  struct Pending;
+  struct Waiter;
+  struct RoundState;
+  struct KeyState;
+
+  SyncAggregator(KeyLayout layout, SyncAggregatorOptions options, AggregateSink* sink, std::string codec);
+  void HandlePush(const KvRequest& req, KvServer& server);
+  void HandlePull(const KvRequest& req, KvServer& server);
+  void HandleInitPush(const KvRequest& req, KvServer& server);
+  Status CheckKey(const KvRequest& req, size_t i, int my_rank) const;
+  void StartFetch(uint64_t wire_key, KvServer& server);
+  void CompleteRound(uint64_t wire_key, int64_t round, KvServer& server);
+  void OnRoundDone(uint64_t wire_key, int64_t round, const Status& status, Bytes value);
+  void OnFetchDone(uint64_t wire_key, const Status& status, Bytes value);
+  // Delivers value/error to waiters (outside mu_), responding to requests whose last key this was.
+  static void Deliver(std::vector<Waiter> waiters, const Status& status, const Bytes& value);
+
+  const KeyLayout layout_;
+  const SyncAggregatorOptions options_;
+  AggregateSink* const sink_;
+  const std::string codec_;
+
+  mutable std::mutex mu_;
+  std::map<uint64_t, KeyState> keys_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace geomx::comm

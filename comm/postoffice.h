@@ -1,0 +1,148 @@
+// Postoffice: one tier's membership, seen from one node. An object, never a singleton (style R9): a local server
+// owns two, one per tier (its data centre's, as a server; the global tier's, as a worker), each with its own Van.
+//
+//   LoopbackVan van(&net);
+//   Postoffice po(spec, NodeInfo{.role = NodeRole::kWorker, .rank = 1, .name = "dc-a/worker1", .party = "dc-a"},
+//                 &van);
+//   GEOMX_RETURN_IF_ERROR(po.Start("loop://dc-a/worker1"));   // bind, register, wait for the node table
+//   KvWorker kv(&po, /*app_id=*/0, layout);                  // register customers, then barrier
+//   GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
+//   ...
+//   GEOMX_RETURN_IF_ERROR(po.Finalize());                    // every node says goodbye; the scheduler releases
+//
+// Threads: Start() launches a receive thread (dispatches every message: scheduler replies, and data messages to
+// the customer registered for Meta.app_id) and a ticker thread (heartbeats, scheduler liveness, request
+// timeouts). Both stop in Finalize() or the destructor.
+//
+// Errors: the first fatal error of the tier (the scheduler reports a dead node or a failed rendezvous, the
+// scheduler itself goes silent) becomes health(); every blocked call (Barrier, Finalize, Customer::Wait of every
+// attached Customer) returns it promptly. Malformed, wrong-version, unknown-command or unknown-sender messages are
+// logged and dropped.
+//
+// Ownership: borrows the Van (must outlive the Postoffice) and attached Customers (must be detached before they
+// die). Thread-safe after construction; accessors of the node table are valid after Start() returned OK.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/message.h"
+#include "comm/node.h"
+#include "comm/van.h"
+#include "engine/base/status.h"
+
+namespace geomx::comm {
+
+class Customer;
+
+class Postoffice {
+ public:
+  // Called on the receive thread with every data message (kPush/kPull/kPushPull/kControl, requests and responses)
+  // whose Meta.app_id matches.
+  using Handler = std::function<void(Message&&)>;
+
+  // `self`: role, requested rank (-1 = any free rank), name and party; id and endpoint are filled by Start().
+  Postoffice(TierSpec spec, NodeInfo self, Van* van);
+  ~Postoffice();  // stops the threads without the goodbye of Finalize()
+
+  Postoffice(const Postoffice&) = delete;
+  Postoffice& operator=(const Postoffice&) = delete;
+
+  // Binds `bind_address`, registers with the scheduler and waits (at most rendezvous_timeout_ms, plus a grace
+  // period to let the scheduler name the missing nodes) for the node table; then connects to every peer
+  // (LinkClass::kWan when the peer's party differs from ours) and starts heartbeats. Errors: the scheduler's
+  // refusal (rank clash, count mismatch, ...) or rendezvous timeout, verbatim; kDeadlineExceeded if the scheduler
+  // never answered. Call once.
+  Status Start(const std::string& bind_address);
+
+  // Blocks until every member of `group` ("all" = servers and workers, "servers", "workers") has entered the same
+  // barrier. kDeadlineExceeded after request_timeout_ms; health() when the tier failed.
+  Status Barrier(const std::string& group);
+
+  // Tells the scheduler this node is done and waits until every node is (or the tier failed, or
+  // request_timeout_ms passed); then stops the threads. Idempotent.
+  Status Finalize();
+
+  // Sends `msg` to `node_id` (sender and version are filled in). kFailedPrecondition before Start; kNotFound for
+  // an unknown node; the Van's error otherwise. Callable from any thread, including handlers.
+  Status Send(int node_id, Message msg);
+
+  // Customer dispatch. Register before Start() or before the barrier that lets peers talk to you; messages for
+  // an app with no handler are logged and dropped. Unregister waits for a running handler to return, so it must
+  // not be called from a handler of this Postoffice.
+  void RegisterCustomer(int app_id, Handler handler);
+  void UnregisterCustomer(int app_id);
+
+  // Customers whose requests must time out (ExpireOverdue on the ticker) and fail with health(). Borrowed.
+  void AttachTracker(Customer* customer);
+  void DetachTracker(Customer* customer);
+
+  // OK, or the first fatal error of the tier.
+  Status health() const;
+
+  // Accessors (valid after Start).
+  const TierSpec& spec() const { return spec_; }
+  const NodeInfo& self() const { return self_; }
+  int my_id() const { return self_.id; }
+  int my_rank() const { return self_.rank; }
+  NodeRole role() const { return self_.role; }
+  const std::vector<NodeInfo>& nodes() const { return nodes_; }
+  std::vector<int> ServerIds() const;  // rank order
+  std::vector<int> WorkerIds() const;  // rank order
+  // The node with this id, or null.
+  const NodeInfo* FindNode(int id) const;
+  // "server dc-a/server1" (or "node 7" when unknown), for messages.
+  std::string Describe(int id) const;
+
+  // Test seam: declares the tier failed as if the scheduler had said so.
+  void FailForTesting(const Status& status) { SetFatal(status); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void ReceiveLoop();
+  void TickerLoop();
+  void HandleSchedulerMessage(Message&& msg);
+  void HandleNodeTable(const Message& msg);
+  void DispatchData(Message&& msg);
+  void SetFatal(const Status& status);
+  Status SendToScheduler(Command cmd, int64_t ts, std::string body, bool request);
+  void StopThreads();
+
+  const TierSpec spec_;
+  NodeInfo self_;            // id/rank/endpoint written by Start before the table is published
+  Van* const van_;           // borrowed
+  std::vector<NodeInfo> nodes_;  // written once by the receive thread before `started_` flips; then immutable
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool have_table_ = false;                    // GUARDED_BY(mu_)
+  Status start_error_;                         // GUARDED_BY(mu_): refusal from the scheduler during Start
+  Status fatal_;                               // GUARDED_BY(mu_): health()
+  std::map<int64_t, Status> barrier_done_;     // GUARDED_BY(mu_): barrier ts -> scheduler's answer
+  int64_t next_barrier_ts_ = 0;                // GUARDED_BY(mu_)
+  bool shutdown_released_ = false;             // GUARDED_BY(mu_)
+  bool finalized_ = false;                     // GUARDED_BY(mu_)
+  std::set<Customer*> trackers_;               // GUARDED_BY(mu_)
+  Clock::time_point last_scheduler_contact_;   // GUARDED_BY(mu_)
+
+  std::mutex dispatch_mu_;                     // held while a customer handler runs
+  std::map<int, std::shared_ptr<Handler>> handlers_;  // GUARDED_BY(dispatch_mu_)
+
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stop_{false};
+  std::thread receiver_;
+  std::thread ticker_;
+};
+
+}  // namespace geomx::comm
