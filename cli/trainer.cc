@@ -73,29 +73,37 @@ EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device,
 }
 
 Trainer::Trainer(TrainerOptions options, nn::Module* model, nn::Optimizer* optimizer, data::DataLoader* loader,
-                 const data::Dataset* test, TrainerListener* listener, const std::atomic<bool>* interrupted)
+                 const data::Dataset* test, TrainerListener* listener, const std::atomic<bool>* interrupted,
+                 ParameterUpdate* update)
     : options_(std::move(options)),
       model_(model),
       optimizer_(optimizer),
+      local_update_(optimizer),
+      update_(update ? update : &local_update_),
       loader_(loader),
       test_(test),
       listener_(listener),
       interrupted_(interrupted),
       params_(model->Parameters()) {}
 
+int64_t Trainer::iterations_per_epoch() const {
+  const int64_t all = loader_->batches_per_epoch();
+  return options_.iterations_per_epoch > 0 ? std::min(options_.iterations_per_epoch, all) : all;
+}
+
 int64_t Trainer::total_iterations() const {
-  int64_t total = static_cast<int64_t>(options_.training.epochs) * loader_->batches_per_epoch();
+  int64_t total = static_cast<int64_t>(options_.training.epochs) * iterations_per_epoch();
   if (options_.training.max_iterations > 0) total = std::min(total, options_.training.max_iterations);
   return total;
 }
 
-StepStats TrainStep(nn::Module& model, nn::Optimizer& optimizer, const std::vector<nn::Parameter*>& params,
-                    const Tensor& x, const Tensor& y) {
+Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const std::vector<nn::Parameter*>& params,
+                            const Tensor& x, const Tensor& y, int64_t round) {
   model.ZeroGrad();
   autograd::Variable logits = model.Forward(autograd::Variable(x));
   autograd::Variable loss = autograd::SoftmaxCrossEntropy(logits, y);
   loss.Backward();
-  optimizer.Step(params);
+  GEOMX_RETURN_IF_ERROR(update.Apply(params, round));
   StepStats r;
   r.loss = loss.data().item();
   r.correct = CountCorrect(logits.data(), y);
@@ -103,11 +111,12 @@ StepStats TrainStep(nn::Module& model, nn::Optimizer& optimizer, const std::vect
   return r;
 }
 
-StepStats Trainer::Step(const data::Batch& batch) {
-  return TrainStep(*model_, *optimizer_, params_, batch.x.To(options_.device), batch.y.To(options_.device));
+Result<StepStats> Trainer::Step(const data::Batch& batch, int64_t round) {
+  return TrainStep(*model_, *update_, params_, batch.x.To(options_.device), batch.y.To(options_.device), round);
 }
 
 Status Trainer::EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based) {
+  if (!options_.evaluate) return Status::Ok();
   const EvalResult ev = Evaluate(*model_, *test_, options_.device, options_.eval_batch_size,
                                  full ? 0 : options_.training.eval_limit);
   MetricsRow row;
@@ -139,7 +148,7 @@ Result<StopReason> Trainer::Run(TrainState* state) {
   const auto t0 = Clock::now();
   const double elapsed0 = state->elapsed_s;
   auto now_s = [&] { return elapsed0 + SecondsSince(t0); };
-  const int64_t per_epoch = loader_->batches_per_epoch();
+  const int64_t per_epoch = iterations_per_epoch();
   const int64_t total = total_iterations();
   const auto& tc = options_.training;
   model_->Train();
@@ -161,11 +170,11 @@ Result<StopReason> Trainer::Run(TrainState* state) {
         stop = true;
         break;
       }
-      if (!loader_->Next(&batch)) break;
+      if (state->epoch_iteration >= per_epoch || !loader_->Next(&batch)) break;
       optimizer_->SetLr(
           nn::ScheduledLr(options_.schedule, options_.base_lr, state->iteration, epoch, total));
       const auto ts = Clock::now();
-      const StepStats step = Step(batch);
+      GEOMX_ASSIGN_OR_RETURN(const StepStats step, Step(batch, state->iteration));
       const double step_s = SecondsSince(ts);
       if (!std::isfinite(step.loss)) {
         return Status::Internal("training diverged: loss is " + std::to_string(step.loss) + " at iteration " +

@@ -45,7 +45,30 @@ struct EvalResult {
 EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device, int64_t batch_size,
                     int64_t limit);
 
-// One training iteration (forward, softmax cross-entropy, backward, optimizer update) on device tensors.
+// How gradients become new weights after backward: a strategy, so a parameter-server worker swaps it in without
+// forking the loop (docs/style.md R12). LocalUpdate runs the optimizer in process; the parameter-server worker
+// (cli/ps_worker.h) pushes gradients and pulls weights.
+class ParameterUpdate {
+ public:
+  virtual ~ParameterUpdate() = default;
+  // Called after backward of iteration `round` (0-based, global across epochs). Errors (a peer that does not
+  // answer) stop training.
+  virtual Status Apply(const std::vector<nn::Parameter*>& params, int64_t round) = 0;
+};
+
+class LocalUpdate final : public ParameterUpdate {
+ public:
+  explicit LocalUpdate(nn::Optimizer* optimizer) : optimizer_(optimizer) {}  // borrowed
+  Status Apply(const std::vector<nn::Parameter*>& params, int64_t) override {
+    optimizer_->Step(params);
+    return Status::Ok();
+  }
+
+ private:
+  nn::Optimizer* optimizer_;
+};
+
+// One training iteration (forward, softmax cross-entropy, backward, parameter update) on device tensors.
 // Returns the loss and the number of correct top-1 predictions. Used by Trainer and by `geomx bench kernels`, so
 // the benchmark times exactly what training runs.
 struct StepStats {
@@ -53,8 +76,8 @@ struct StepStats {
   int64_t correct = 0;
   int64_t examples = 0;
 };
-StepStats TrainStep(nn::Module& model, nn::Optimizer& optimizer, const std::vector<nn::Parameter*>& params,
-                    const Tensor& x, const Tensor& y);
+Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const std::vector<nn::Parameter*>& params,
+                            const Tensor& x, const Tensor& y, int64_t round);
 
 class TrainerListener {
  public:
@@ -70,22 +93,30 @@ struct TrainerOptions {
   float base_lr = 0.001f;
   Device device = Device::Cpu();
   int64_t eval_batch_size = 500;
+  // Iterations per epoch; 0 = every batch of the loader. Distributed FSA workers all use the same count, so
+  // every worker takes part in every round.
+  int64_t iterations_per_epoch = 0;
+  // False on workers that do not evaluate (only one worker of a distributed run evaluates and reports).
+  bool evaluate = true;
 };
 
 class Trainer {
  public:
-  // All pointers are borrowed and must outlive the Trainer; `listener` and `interrupted` may be null.
+  // All pointers are borrowed and must outlive the Trainer; `listener`, `interrupted` and `update` may be null
+  // (null update: LocalUpdate over `optimizer`, whose learning rate follows the schedule either way).
   Trainer(TrainerOptions options, nn::Module* model, nn::Optimizer* optimizer, data::DataLoader* train_loader,
-          const data::Dataset* test, TrainerListener* listener, const std::atomic<bool>* interrupted);
+          const data::Dataset* test, TrainerListener* listener, const std::atomic<bool>* interrupted,
+          ParameterUpdate* update = nullptr);
 
   // Trains from `*state` (default-constructed for a fresh run) and updates it. Errors from the listener (disk
   // full while checkpointing, ...) stop training and are returned.
   Result<StopReason> Run(TrainState* state);
 
   // One iteration on `batch` (moved to the device): TrainStep.
-  StepStats Step(const data::Batch& batch);
+  Result<StepStats> Step(const data::Batch& batch, int64_t round);
 
   int64_t total_iterations() const;
+  int64_t iterations_per_epoch() const;
 
  private:
   Status EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based);
@@ -93,6 +124,8 @@ class Trainer {
   TrainerOptions options_;
   nn::Module* model_;
   nn::Optimizer* optimizer_;
+  LocalUpdate local_update_;
+  ParameterUpdate* update_;
   data::DataLoader* loader_;
   const data::Dataset* test_;
   TrainerListener* listener_;
