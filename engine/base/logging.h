@@ -17,6 +17,11 @@ LogLevel GetLogLevel();
 void SetLogPrefix(std::string prefix);
 
 namespace internal {
+// Makes `cond ? (void)0 : LogVoidify() & stream << ...` well-typed.
+struct LogVoidify {
+  void operator&(std::ostream&) {}
+};
+
 class LogLine {
  public:
   LogLine(LogLevel level, const char* file, int line);
@@ -31,7 +36,9 @@ class LogLine {
 
 }  // namespace geomx
 
-#define GEOMX_LOG(level)                                   \
-  if (::geomx::LogLevel::level < ::geomx::GetLogLevel()) { \
-  } else                                                   \
-    ::geomx::internal::LogLine(::geomx::LogLevel::level, __FILE__, __LINE__).stream()
+// An expression (not an if/else), so `if (x) GEOMX_LOG(kInfo) << ...;` is safe without braces.
+#define GEOMX_LOG(level)                                                  \
+  (::geomx::LogLevel::level < ::geomx::GetLogLevel())                     \
+      ? (void)0                                                           \
+      : ::geomx::internal::LogVoidify() &                                 \
+            ::geomx::internal::LogLine(::geomx::LogLevel::level, __FILE__, __LINE__).stream()
