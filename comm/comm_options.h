@@ -1,0 +1,25 @@
+// Every knob of the parameter server, with its default. Filled from the recipe's `topology`/`comm` sections in
+// cli/; never from environment variables.
+#pragma once
+
+#include <cstdint>
+
+namespace geomx::comm {
+
+// One link class's emulated characteristics (in-process WAN emulation). 0 = unlimited / no delay.
+struct LinkOptions {
+  double bandwidth_bps = 0;  // bits per second
+  double latency_s = 0;      // one-way propagation delay
+};
+
+struct CommOptions {
+  int rendezvous_timeout_ms = 60000;  // a tier that is not complete by then names the missing nodes and fails
+  int request_timeout_ms = 120000;    // a request without a reply by then names the peer, the key and the timestamp
+  int heartbeat_interval_ms = 2000;   // 0 disables heartbeats
+  int heartbeat_timeout_ms = 30000;   // a node silent this long is reported dead (and the tier fails)
+  int64_t split_bytes = 1 << 20;      // MultiGPS: a tensor larger than this is split over several servers
+  LinkOptions wan;                    // links between different parties
+  LinkOptions lan;                    // links inside a party
+};
+
+}  // namespace geomx::comm

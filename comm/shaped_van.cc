@@ -1,0 +1,186 @@
+#include "comm/shaped_van.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "comm/codec.h"
+#include "engine/base/check.h"
+#include "engine/base/logging.h"
+
+namespace geomx::comm {
+namespace {
+
+size_t WireSize(const Message& msg) { return EncodedMetaSize(msg.meta) + msg.data_bytes(); }
+
+bool IsShaped(const LinkOptions& link) { return link.bandwidth_bps > 0 || link.latency_s > 0; }
+
+}  // namespace
+
+double SteadyShaperClock::Now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void SteadyShaperClock::WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                                  double t) const {
+  const auto when = std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(t)));
+  cv.wait_until(lock, when);
+}
+
+ShapedVan::ShapedVan(std::unique_ptr<Van> inner, ShapedVanOptions options, TrafficCounters* counters,
+                     const ShaperClock* clock)
+    : inner_(std::move(inner)),
+      options_(options),
+      counters_(counters),
+      clock_(clock != nullptr ? clock : &steady_clock_) {
+  GEOMX_CHECK(inner_ != nullptr);
+  GEOMX_CHECK(options_.wan.bandwidth_bps >= 0 && options_.wan.latency_s >= 0) << "negative WAN link options";
+  GEOMX_CHECK(options_.lan.bandwidth_bps >= 0 && options_.lan.latency_s >= 0) << "negative LAN link options";
+  sender_ = std::thread([this] { SenderLoop(); });
+}
+
+ShapedVan::~ShapedVan() { Stop(); }
+
+const LinkOptions& ShapedVan::LinkFor(LinkClass link) const {
+  return link == LinkClass::kWan ? options_.wan : options_.lan;
+}
+
+Result<std::string> ShapedVan::Bind(const std::string& address) { return inner_->Bind(address); }
+
+Status ShapedVan::Connect(int node_id, const std::string& endpoint, LinkClass link) {
+  GEOMX_RETURN_IF_ERROR(inner_->Connect(node_id, endpoint, link));
+  std::lock_guard<std::mutex> lock(mu_);
+  peers_[node_id].link = link;
+  return Status::Ok();
+}
+
+Result<size_t> ShapedVan::Send(int node_id, const Message& msg) {
+  const size_t bytes = WireSize(msg);
+  LinkClass link;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status::Cancelled("ShapedVan::Send: van is stopped");
+    auto it = peers_.find(node_id);
+    if (it == peers_.end()) {
+      return Status::NotFound("ShapedVan::Send: node " + std::to_string(node_id) + " is not connected");
+    }
+    Peer& peer = it->second;
+    link = peer.link;
+    const LinkOptions& options = LinkFor(link);
+    PeerAccounting& acc = peer.accounting;
+    const double now = clock_->Now();
+    if (IsShaped(options) || !peer.queue.empty() || peer.delivering) {
+      // Not shaped only when nothing of this peer is still queued: otherwise it would overtake (FIFO per peer).
+      const double transmit = options.bandwidth_bps > 0 ? static_cast<double>(bytes) * 8.0 / options.bandwidth_bps
+                                                        : 0.0;
+      acc.link_free_at = std::max(now, acc.link_free_at) + transmit;
+      const double due = std::max(acc.link_free_at + options.latency_s, acc.last_due);
+      acc.last_due = due;
+      acc.transmit_seconds += transmit;
+      acc.messages += 1;
+      acc.bytes += bytes;
+      peer.queue.push_back(Pending{due, msg});
+      ++queued_;
+      if (counters_ != nullptr) counters_->Add(link, Direction::kSent, bytes);
+      cv_.notify_one();
+      return bytes;
+    }
+    acc.link_free_at = std::max(now, acc.link_free_at);
+    acc.last_due = std::max(now, acc.last_due);
+    acc.messages += 1;
+    acc.bytes += bytes;
+  }
+  // Unshaped link: straight through, in the caller's thread.
+  Result<size_t> sent = inner_->Send(node_id, msg);
+  if (sent.ok() && counters_ != nullptr) counters_->Add(link, Direction::kSent, bytes);
+  return sent;
+}
+
+void ShapedVan::SenderLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    // The earliest due queue head over all peers (a handful of peers: a scan beats keeping a heap in sync).
+    int next_id = 0;
+    Peer* next = nullptr;
+    for (auto& [id, peer] : peers_) {
+      if (!peer.queue.empty() && (next == nullptr || peer.queue.front().due < next->queue.front().due)) {
+        next_id = id;
+        next = &peer;
+      }
+    }
+    if (next == nullptr) {
+      cv_.wait(lock);
+      continue;
+    }
+    const double due = next->queue.front().due;
+    if (clock_->Now() < due) {
+      clock_->WaitUntil(lock, cv_, due);  // a Send may queue an earlier message meanwhile: rescan
+      continue;
+    }
+    Pending item = std::move(next->queue.front());
+    next->queue.pop_front();
+    --queued_;
+    next->delivering = true;
+    lock.unlock();
+    Result<size_t> sent = inner_->Send(next_id, item.msg);
+    lock.lock();
+    next->delivering = false;  // `next` stays valid: peers_ entries are never erased
+    if (!sent.ok()) {
+      ++delivery_failures_;
+      GEOMX_LOG(kWarning) << "ShapedVan: could not deliver a " << CommandName(item.msg.meta.command)
+                          << " message to node " << next_id << ": " << sent.status().ToString();
+    }
+  }
+}
+
+Status ShapedVan::Recv(Message* msg, int timeout_ms) {
+  GEOMX_RETURN_IF_ERROR(inner_->Recv(msg, timeout_ms));
+  if (counters_ != nullptr) {
+    LinkClass link = LinkClass::kLan;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = peers_.find(msg->meta.sender);
+      if (it != peers_.end()) link = it->second.link;
+    }
+    counters_->Add(link, Direction::kReceived, WireSize(*msg));
+  }
+  return Status::Ok();
+}
+
+void ShapedVan::Stop() {
+  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (sender_.joinable()) sender_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, peer] : peers_) {
+      queued_ -= peer.queue.size();
+      peer.queue.clear();
+    }
+  }
+  inner_->Stop();
+}
+
+PeerAccounting ShapedVan::Accounting(int node_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = peers_.find(node_id);
+  return it == peers_.end() ? PeerAccounting{} : it->second.accounting;
+}
+
+uint64_t ShapedVan::delivery_failures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return delivery_failures_;
+}
+
+size_t ShapedVan::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued_;
+}
+
+}  // namespace geomx::comm

@@ -1,0 +1,125 @@
+// ShapedVan: a Van decorator that emulates a geo-distributed network inside one host and counts traffic.
+//
+// Shaping happens on the send path, per destination peer, with the LinkOptions of the peer's link class (WAN or
+// LAN, given by Connect):
+//   * bandwidth: each peer has its own link, modelled as a token bucket of depth zero: a message of B bytes
+//     (header + data) occupies the link for B * 8 / bandwidth_bps seconds after every earlier message to that
+//     peer has left it;
+//   * latency: the message is then delivered latency_s later (a delay queue).
+// A sender thread hands each message to the inner Van at its due time, in FIFO order per peer (due times to one
+// peer never decrease). A link with bandwidth 0 and latency 0 is not shaped: Send passes the message straight to
+// the inner Van in the caller's thread (and still counts it).
+//
+// Traffic: every message accepted by Send is counted as Sent on its link class, with its full wire size, when it
+// is accepted (a message that later fails to be delivered is logged and counted in delivery_failures()); every
+// message returned by Recv is counted as Received on the link class of the peer it came from (meta.sender as
+// told to Connect; unknown senders count as LAN).
+//
+// Time comes from a ShaperClock, so tests can check the shaper's accounting on a fake clock without sleeping.
+// Thread-safety: as Van (Send/Connect from any thread; Recv from one thread at a time); the accessors are
+// thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "comm/comm_options.h"
+#include "comm/van.h"
+
+namespace geomx::comm {
+
+// The shaper's notion of time, in seconds from an arbitrary origin. Thread-safe.
+class ShaperClock {
+ public:
+  virtual ~ShaperClock() = default;
+  virtual double Now() const = 0;
+  // Waits on `cv` (whose mutex `lock` holds) until Now() >= `t` or `cv` is notified. May return early; the
+  // caller re-checks its condition and Now().
+  virtual void WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, double t) const = 0;
+};
+
+// std::chrono::steady_clock. Stateless; a process can share one.
+class SteadyShaperClock : public ShaperClock {
+ public:
+  double Now() const override;
+  void WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, double t) const override;
+};
+
+struct ShapedVanOptions {
+  LinkOptions wan;  // links to peers of another party
+  LinkOptions lan;  // links inside a party
+};
+
+// What the shaper has accounted for one destination peer (all times on the ShaperClock).
+struct PeerAccounting {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;               // wire bytes (header + data)
+  double transmit_seconds = 0;      // sum of the messages' serialisation times (bytes * 8 / bandwidth)
+  double link_free_at = 0;          // when the emulated link finishes sending the last accepted message
+  double last_due = 0;              // when the last accepted message is (or was) handed to the inner Van
+};
+
+class ShapedVan : public Van {
+ public:
+  // Owns `inner`. `counters` (may be null) and `clock` (null: an internal SteadyShaperClock) are borrowed and
+  // must outlive this van.
+  ShapedVan(std::unique_ptr<Van> inner, ShapedVanOptions options, TrafficCounters* counters,
+            const ShaperClock* clock = nullptr);
+  ~ShapedVan() override;  // Stop()s; messages not yet due are dropped
+  ShapedVan(const ShapedVan&) = delete;
+  ShapedVan& operator=(const ShapedVan&) = delete;
+
+  Result<std::string> Bind(const std::string& address) override;
+  // Remembers `link` for shaping and for classifying messages received from `node_id`.
+  Status Connect(int node_id, const std::string& endpoint, LinkClass link) override;
+  // Unshaped links: the inner Van's result. Shaped links: queues the message and returns its wire size at once;
+  // kNotFound for a node never connected, kCancelled after Stop().
+  Result<size_t> Send(int node_id, const Message& msg) override;
+  Status Recv(Message* msg, int timeout_ms) override;
+  // Stops the sender thread (dropping messages not yet due), then the inner Van. Idempotent.
+  void Stop() override;
+
+  // The shaper's accounting for `node_id` (zeros for a peer never sent to).
+  PeerAccounting Accounting(int node_id) const;
+  // Messages the sender thread could not hand to the inner Van (logged when they happen).
+  uint64_t delivery_failures() const;
+  // Messages accepted by Send and not yet handed to the inner Van.
+  size_t queued() const;
+
+ private:
+  struct Pending {
+    double due;
+    Message msg;
+  };
+  struct Peer {
+    LinkClass link = LinkClass::kLan;
+    PeerAccounting accounting;
+    std::deque<Pending> queue;  // due times never decrease
+    bool delivering = false;    // the sender thread is handing this peer's queue head to the inner Van
+  };
+  const LinkOptions& LinkFor(LinkClass link) const;
+  void SenderLoop();
+
+  std::unique_ptr<Van> inner_;
+  const ShapedVanOptions options_;
+  TrafficCounters* const counters_;
+  SteadyShaperClock steady_clock_;
+  const ShaperClock* const clock_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;           // new message queued, or stopping
+  std::map<int, Peer> peers_;            // guarded by mu_
+  bool stopping_ = false;                // guarded by mu_
+  uint64_t delivery_failures_ = 0;       // guarded by mu_
+  size_t queued_ = 0;                    // guarded by mu_
+  std::mutex stop_mu_;                   // serialises Stop() calls (joining the sender thread once)
+  std::thread sender_;                   // runs SenderLoop until Stop()
+};
+
+}  // namespace geomx::comm

@@ -1,0 +1,45 @@
+// Topology: the whole HiPS hierarchy as data (replaces every DMLC_* variable of GeoMX). Built from the recipe's
+// `topology` section in cli/ and passed to every role.
+//
+//   central party: global scheduler, N global servers, (master worker)
+//   data centre p: scheduler, S_p local servers, W_p workers
+//
+// Two kinds of tier: each data centre's tier (its scheduler; servers = its local servers; workers = its workers)
+// and the global tier (the global scheduler; servers = the global servers; workers = every local server of every
+// data centre, plus the master worker).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "comm/comm_options.h"
+#include "engine/base/status.h"
+
+namespace geomx::comm {
+
+struct DataCentre {
+  std::string name;     // unique, [a-z0-9-]+
+  std::string host = "127.0.0.1";
+  int workers = 1;      // >= 1
+  int servers = 1;      // local servers, >= 1
+  int scheduler_port = 0;  // 0: picked by the launcher (single host) / must be set for multi-host runs
+};
+
+struct Topology {
+  std::string central_host = "127.0.0.1";
+  int global_servers = 1;       // >= 1
+  int global_scheduler_port = 0;
+  std::vector<DataCentre> datacentres;  // >= 1
+  CommOptions options;
+
+  int total_workers() const {
+    int n = 0;
+    for (const auto& d : datacentres) n += d.workers;
+    return n;
+  }
+  // kInvalidArgument naming the field for: no data centre, zero workers/servers, duplicate names, bad names,
+  // port clashes on one host.
+  Status Validate() const;
+};
+
+}  // namespace geomx::comm

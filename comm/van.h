@@ -1,0 +1,36 @@
+// Van: moves Messages between the nodes of one tier. Transport only: it knows endpoints and node ids, not roles
+// or keys. Implementations: ZmqVan (ZeroMQ tcp:// and inproc://, zero-copy multipart), LoopbackVan (in memory,
+// with drop/delay injection, for tests), ShapedVan (a decorator that emulates a WAN: bandwidth + latency per link
+// class, and counts traffic).
+//
+// Threading: Send may be called from several threads at once; Recv from one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "comm/message.h"
+#include "comm/traffic.h"
+#include "engine/base/status.h"
+
+namespace geomx::comm {
+
+class Van {
+ public:
+  virtual ~Van() = default;
+  // Binds this node's receiving socket. "tcp://127.0.0.1:0" picks a free port. Returns the bound endpoint that
+  // peers can connect to ("tcp://127.0.0.1:41234", "inproc://dc-a/worker0").
+  virtual Result<std::string> Bind(const std::string& address) = 0;
+  // Opens (or re-opens with a new endpoint) the channel to `node_id`. `link` says whether the pair crosses data
+  // centres (used by shaping and traffic accounting).
+  virtual Status Connect(int node_id, const std::string& endpoint, LinkClass link) = 0;
+  // Sends `msg` to `node_id` (connected before). Returns the bytes put on the wire (header + data).
+  virtual Result<size_t> Send(int node_id, const Message& msg) = 0;
+  // Waits up to `timeout_ms` (-1: forever) for the next message. kDeadlineExceeded on timeout; kDataLoss for a
+  // malformed or wrong-version message (the caller logs it and keeps receiving); kCancelled after Stop().
+  virtual Status Recv(Message* msg, int timeout_ms) = 0;
+  // Unblocks Recv and closes the sockets. Idempotent.
+  virtual void Stop() = 0;
+};
+
+}  // namespace geomx::comm

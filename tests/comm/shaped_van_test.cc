@@ -1,0 +1,303 @@
+#include "comm/shaped_van.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "comm/codec.h"
+#include "comm/zmq_van.h"
+
+namespace geomx::comm {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A clock the test moves by hand. While a message is not due, the sender thread re-reads it every millisecond of
+// real time (the test never sleeps to make shaper time pass).
+class FakeShaperClock : public ShaperClock {
+ public:
+  double Now() const override { return now_.load(); }
+  void WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, double /*t*/) const override {
+    cv.wait_for(lock, milliseconds(1));
+  }
+  void Set(double t) { now_ = t; }
+
+ private:
+  std::atomic<double> now_{0};
+};
+
+// An inner Van that records what it is asked to send (with the shaper-clock time of the hand-over) and returns
+// messages the test injects. Thread-safe.
+class RecordingVan : public Van {
+ public:
+  struct Sent {
+    int node_id;
+    Message msg;
+    double at;
+  };
+  explicit RecordingVan(const ShaperClock* clock) : clock_(clock) {}
+
+  Result<std::string> Bind(const std::string& address) override { return address; }
+  Status Connect(int, const std::string&, LinkClass) override { return Status::Ok(); }
+  Result<size_t> Send(int node_id, const Message& msg) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    sent_.push_back({node_id, msg, clock_->Now()});
+    cv_.notify_all();
+    return EncodedMetaSize(msg.meta) + msg.data_bytes();
+  }
+  Status Recv(Message* msg, int timeout_ms) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, milliseconds(timeout_ms), [&] { return !incoming_.empty() || stopped_; })) {
+      return Status::DeadlineExceeded("nothing");
+    }
+    if (stopped_) return Status::Cancelled("stopped");
+    *msg = std::move(incoming_.front());
+    incoming_.pop_front();
+    return Status::Ok();
+  }
+  void Stop() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+  void Inject(Message msg) {
+    std::lock_guard<std::mutex> lock(mu_);
+    incoming_.push_back(std::move(msg));
+    cv_.notify_all();
+  }
+  // Waits (real time) until at least `n` messages were handed over; returns how many there are.
+  size_t WaitForSent(size_t n, int timeout_ms = 5000) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, milliseconds(timeout_ms), [&] { return sent_.size() >= n; });
+    return sent_.size();
+  }
+  std::vector<Sent> sent() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_;
+  }
+
+ private:
+  const ShaperClock* clock_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Sent> sent_;
+  std::deque<Message> incoming_;
+  bool stopped_ = false;
+};
+
+Message MakeMessage(int64_t ts, size_t data_bytes, int sender = 0) {
+  Message m;
+  m.meta.command = Command::kPush;
+  m.meta.sender = sender;
+  m.meta.timestamp = ts;
+  if (data_bytes > 0) {
+    m.meta.keys = {1};
+    m.meta.lens = {static_cast<uint32_t>(data_bytes / 4)};
+    m.data.push_back(Bytes(data_bytes));
+  }
+  return m;
+}
+
+size_t WireSize(const Message& m) { return EncodedMetaSize(m.meta) + m.data_bytes(); }
+
+class ShapedVanTest : public ::testing::Test {
+ protected:
+  void Make(ShapedVanOptions options) {
+    auto inner = std::make_unique<RecordingVan>(&clock_);
+    inner_ = inner.get();
+    van_ = std::make_unique<ShapedVan>(std::move(inner), options, &counters_, &clock_);
+  }
+
+  FakeShaperClock clock_;
+  TrafficCounters counters_;
+  RecordingVan* inner_ = nullptr;  // owned by van_
+  std::unique_ptr<ShapedVan> van_;
+};
+
+TEST_F(ShapedVanTest, OneMegabyteOverTenMegabitIsAccountedAsAtLeast0_8Seconds) {
+  Make({.wan = {.bandwidth_bps = 10e6, .latency_s = 0}, .lan = {}});
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan).ok());
+  const Message m = MakeMessage(1, 1 << 20);
+  Result<size_t> bytes = van_->Send(1, m);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, WireSize(m));
+
+  const PeerAccounting acc = van_->Accounting(1);
+  const double expected = static_cast<double>(WireSize(m)) * 8 / 10e6;  // 0.839 s
+  EXPECT_GE(acc.transmit_seconds, 0.8);
+  EXPECT_DOUBLE_EQ(acc.transmit_seconds, expected);
+  EXPECT_DOUBLE_EQ(acc.last_due, expected);
+  EXPECT_EQ(acc.messages, 1u);
+  EXPECT_EQ(acc.bytes, WireSize(m));
+
+  // Not delivered before its due time on the shaper clock ...
+  clock_.Set(0.5);
+  EXPECT_EQ(inner_->WaitForSent(1, 50), 0u);
+  EXPECT_EQ(van_->queued(), 1u);
+  // ... and delivered once the clock passes it.
+  clock_.Set(0.85);
+  ASSERT_EQ(inner_->WaitForSent(1), 1u);
+  EXPECT_GE(inner_->sent()[0].at, 0.8);
+  EXPECT_EQ(van_->queued(), 0u);
+}
+
+TEST_F(ShapedVanTest, BackToBackMessagesShareThePeersBandwidth) {
+  Make({.wan = {.bandwidth_bps = 1e6, .latency_s = 0}, .lan = {}});
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan).ok());
+  const Message m = MakeMessage(1, 125000);  // ~1 s each at 1 Mbit/s
+  ASSERT_TRUE(van_->Send(1, m).ok());
+  ASSERT_TRUE(van_->Send(1, m).ok());
+  const double one = static_cast<double>(WireSize(m)) * 8 / 1e6;
+  EXPECT_DOUBLE_EQ(van_->Accounting(1).last_due, 2 * one);
+  clock_.Set(one + 0.01);
+  EXPECT_EQ(inner_->WaitForSent(2, 50), 1u);
+  clock_.Set(2 * one + 0.01);
+  EXPECT_EQ(inner_->WaitForSent(2), 2u);
+  // An idle link does not bank credit: a message sent later starts from the time it is sent.
+  clock_.Set(10);
+  ASSERT_TRUE(van_->Send(1, m).ok());
+  EXPECT_DOUBLE_EQ(van_->Accounting(1).last_due, 10 + one);
+}
+
+TEST_F(ShapedVanTest, EachPeerHasItsOwnLink) {
+  Make({.wan = {.bandwidth_bps = 1e6, .latency_s = 0}, .lan = {}});
+  ASSERT_TRUE(van_->Connect(1, "a", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Connect(2, "b", LinkClass::kWan).ok());
+  const Message m = MakeMessage(1, 125000);
+  ASSERT_TRUE(van_->Send(1, m).ok());
+  ASSERT_TRUE(van_->Send(2, m).ok());
+  EXPECT_DOUBLE_EQ(van_->Accounting(1).last_due, van_->Accounting(2).last_due);
+}
+
+TEST_F(ShapedVanTest, LatencyIsAdded) {
+  Make({.wan = {}, .lan = {.bandwidth_bps = 0, .latency_s = 0.05}});
+  ASSERT_TRUE(van_->Connect(3, "peer", LinkClass::kLan).ok());
+  clock_.Set(1.0);
+  ASSERT_TRUE(van_->Send(3, MakeMessage(1, 100)).ok());
+  EXPECT_DOUBLE_EQ(van_->Accounting(3).last_due, 1.05);
+  EXPECT_DOUBLE_EQ(van_->Accounting(3).transmit_seconds, 0);
+  clock_.Set(1.04);
+  EXPECT_EQ(inner_->WaitForSent(1, 50), 0u);
+  clock_.Set(1.06);
+  ASSERT_EQ(inner_->WaitForSent(1), 1u);
+  EXPECT_GE(inner_->sent()[0].at, 1.05);
+}
+
+TEST_F(ShapedVanTest, FifoPerPeerAndIndependentAcrossPeers) {
+  Make({.wan = {.bandwidth_bps = 8e6, .latency_s = 0.1}, .lan = {.bandwidth_bps = 0, .latency_s = 0.01}});
+  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan).ok());
+  std::mt19937 rng(3);
+  constexpr int kPerPeer = 50;
+  for (int i = 0; i < kPerPeer; ++i) {
+    ASSERT_TRUE(van_->Send(1, MakeMessage(i, rng() % 20000)).ok());
+    ASSERT_TRUE(van_->Send(2, MakeMessage(i, rng() % 20000)).ok());
+  }
+  clock_.Set(1000);
+  ASSERT_EQ(inner_->WaitForSent(2 * kPerPeer), 2u * kPerPeer);
+  std::vector<int64_t> next(3, 0);
+  int near_seen = 0;
+  for (const auto& s : inner_->sent()) {
+    EXPECT_EQ(s.msg.meta.timestamp, next[s.node_id]++) << "peer " << s.node_id;
+    if (s.node_id == 2) ++near_seen;
+    // Deliveries happen in due order: every LAN message (due by 0.01 s) before the first WAN one (>= 0.1 s).
+    if (s.node_id == 1) {
+      EXPECT_EQ(near_seen, kPerPeer);
+    }
+  }
+}
+
+TEST_F(ShapedVanTest, UnshapedLinksPassThroughImmediately) {
+  Make({});
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan).ok());
+  const Message m = MakeMessage(1, 1000);
+  Result<size_t> bytes = van_->Send(1, m);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, WireSize(m));
+  EXPECT_EQ(inner_->sent().size(), 1u);  // synchronously, no clock movement needed
+  EXPECT_EQ(van_->queued(), 0u);
+  EXPECT_EQ(counters_.Snapshot().wan_bytes_sent, WireSize(m));
+}
+
+TEST_F(ShapedVanTest, CountsTrafficByLinkClassAndDirection) {
+  Make({.wan = {.bandwidth_bps = 1e9, .latency_s = 0.001}, .lan = {}});
+  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan).ok());
+  const Message to_far = MakeMessage(1, 5000);
+  const Message to_near = MakeMessage(2, 300);
+  ASSERT_TRUE(van_->Send(1, to_far).ok());
+  ASSERT_TRUE(van_->Send(1, to_far).ok());
+  ASSERT_TRUE(van_->Send(2, to_near).ok());
+
+  const Message from_far = MakeMessage(3, 700, /*sender=*/1);
+  const Message from_near = MakeMessage(4, 90, /*sender=*/2);
+  const Message from_stranger = MakeMessage(5, 11, /*sender=*/77);  // never connected: counted as LAN
+  inner_->Inject(from_far);
+  inner_->Inject(from_near);
+  inner_->Inject(from_stranger);
+  Message got;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(van_->Recv(&got, 1000).ok());
+  EXPECT_EQ(van_->Recv(&got, 10).code(), StatusCode::kDeadlineExceeded);
+
+  const TrafficSnapshot s = counters_.Snapshot();
+  EXPECT_EQ(s.wan_bytes_sent, 2 * WireSize(to_far));
+  EXPECT_EQ(s.lan_bytes_sent, WireSize(to_near));
+  EXPECT_EQ(s.wan_bytes_received, WireSize(from_far));
+  EXPECT_EQ(s.lan_bytes_received, WireSize(from_near) + WireSize(from_stranger));
+  EXPECT_EQ(s.wan_messages, 3u);
+  EXPECT_EQ(s.lan_messages, 3u);
+}
+
+TEST_F(ShapedVanTest, ErrorsAndStop) {
+  Make({.wan = {.bandwidth_bps = 1e3, .latency_s = 0}, .lan = {}});
+  EXPECT_EQ(van_->Send(5, MakeMessage(1, 10)).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Send(1, MakeMessage(1, 100000)).ok());  // due in 800 s: still queued at Stop
+  EXPECT_EQ(van_->queued(), 1u);
+  std::thread receiver([&] {
+    Message got;
+    EXPECT_EQ(van_->Recv(&got, 10000).code(), StatusCode::kCancelled);
+  });
+  std::this_thread::sleep_for(milliseconds(20));
+  van_->Stop();
+  receiver.join();
+  van_->Stop();  // idempotent
+  EXPECT_EQ(van_->queued(), 0u);
+  EXPECT_TRUE(inner_->sent().empty());
+  EXPECT_EQ(van_->Send(1, MakeMessage(2, 10)).status().code(), StatusCode::kCancelled);
+}
+
+// End to end over a real ZmqVan and the steady clock: a 30 ms LAN latency is felt in wall time.
+TEST(ShapedVanZmqTest, LatencyOverInproc) {
+  ZmqContext context;
+  ZmqVan receiver(&context);
+  Result<std::string> endpoint = receiver.Bind("inproc://shaped-van-test");
+  ASSERT_TRUE(endpoint.ok());
+  TrafficCounters counters;
+  ShapedVan sender(std::make_unique<ZmqVan>(&context), {.wan = {}, .lan = {.bandwidth_bps = 0, .latency_s = 0.03}},
+                   &counters);
+  ASSERT_TRUE(sender.Connect(1, *endpoint, LinkClass::kLan).ok());
+  const auto start = std::chrono::steady_clock::now();
+  const Message m = MakeMessage(9, 4096);
+  ASSERT_TRUE(sender.Send(1, m).ok());
+  Message got;
+  ASSERT_TRUE(receiver.Recv(&got, 5000).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(29));
+  EXPECT_EQ(got.meta.timestamp, 9);
+  ASSERT_EQ(got.data.size(), 1u);
+  EXPECT_EQ(got.data[0].size(), 4096u);
+  EXPECT_EQ(counters.Snapshot().lan_bytes_sent, WireSize(m));
+}
+
+}  // namespace
+}  // namespace geomx::comm
