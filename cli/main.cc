@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/role_command.h"
 #include "cli/train_command.h"
 #include "engine/base/logging.h"
 #include "engine/base/status.h"
@@ -69,10 +70,15 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--resume", train.resume,
                         "Continue the run in this folder from its last checkpoint, with its recorded recipe");
   train_cmd->add_flag("--dry-run", train.dry_run, "Print the resolved recipe and the plan, then exit");
+  geomx::cli::RoleFlags worker;  // train --party P --rank N: one worker of a multi-host deployment
+  worker.role = "worker";
+  train_cmd->add_option("--party", worker.party, "Run only this data centre's worker --rank (multi-host)");
+  train_cmd->add_option("--rank", worker.rank, "With --party: the worker's index in its data centre");
   train_cmd->footer(
       "Example:\n  geomx train recipes/quickstart.yaml --set training.epochs=1 --out runs/try1\n"
       "  geomx train --resume runs/try1                            # after Ctrl-C\n"
-      "  geomx train --resume runs/try1 --set training.epochs=4   # train a finished run further");
+      "  geomx train --resume runs/try1 --set training.epochs=4   # train a finished run further\n"
+      "  geomx train recipes/geo2x2.yaml --party dc-a --rank 1     # one worker (docs/deployment.md)");
 
   // eval
   std::string eval_ckpt, eval_recipe;
@@ -109,16 +115,20 @@ int main(int argc, char** argv) {
   CLI::App* version_cmd = app.add_subcommand("version", "Version and build options");
   version_cmd->footer("Example:\n  geomx version");
 
-  // serve (parameter-server roles: a later release)
-  std::string serve_role, serve_recipe, serve_party;
-  int serve_rank = 0;
-  CLI::App* serve_cmd = app.add_subcommand("serve", "Run one parameter-server role (not available in this build)");
-  serve_cmd->add_option("--role", serve_role,
-                        "global-scheduler | global-server | scheduler | server | state-server")->required();
-  serve_cmd->add_option("recipe", serve_recipe, "Recipe file")->required();
-  serve_cmd->add_option("--party", serve_party, "Data centre name");
-  serve_cmd->add_option("--rank", serve_rank, "Index within the party");
-  serve_cmd->footer("Example:\n  geomx serve --role global-server recipes/geo2x2.yaml");
+  // serve: one non-worker process of a topology (docs/deployment.md)
+  geomx::cli::RoleFlags serve;
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Run one parameter-server process of a recipe's topology");
+  serve_cmd->add_option("--role", serve.role,
+                        "global-scheduler | global-server | scheduler | server | master-worker")->required();
+  serve_cmd->add_option("recipe", serve.recipe, "Recipe file with a topology section")->required();
+  serve_cmd->add_option("--party", serve.party, "Data centre name (scheduler, server); omit for the central roles");
+  serve_cmd->add_option("--rank", serve.rank, "Index among the party's processes of this role (default 0)");
+  serve_cmd->add_option("--set", serve.sets, "Override a recipe key (repeatable), e.g. ports of a deployment");
+  serve_cmd->add_option("--out", serve.out, "Run folder");
+  serve_cmd->add_flag("--dry-run", serve.dry_run, "Print the resolved role and where it listens, then exit");
+  serve_cmd->footer(
+      "Example:\n  geomx serve --role global-scheduler recipes/geo2x2.yaml\n"
+      "  geomx serve --role server recipes/geo2x2.yaml --party dc-a --rank 0");
 
   // bench
   CLI::App* bench_cmd = app.add_subcommand("bench", "Benchmarks: `geomx bench kernels` (engine vs PyTorch)");
@@ -153,7 +163,23 @@ int main(int argc, char** argv) {
   InstallSignalHandlers();
 
   geomx::Status status;
-  if (train_cmd->parsed()) {
+  if (train_cmd->parsed() && (train_cmd->count("--party") > 0 || train_cmd->count("--rank") > 0)) {
+    if (!train.resume.empty()) {
+      status = geomx::Status::InvalidArgument(
+          "--resume restarts a whole single-host run; a worker of a deployment (--party/--rank) resumes from "
+          "its run folder (--out)");
+    } else if (train.recipe.empty()) {
+      status = geomx::Status::InvalidArgument("train --party: a RECIPE file is required");
+    } else if (worker.party.empty()) {
+      status = geomx::Status::InvalidArgument("--rank needs --party: the data centre the worker belongs to");
+    } else {
+      worker.recipe = train.recipe;
+      worker.sets = train.sets;
+      worker.out = train.out;
+      worker.dry_run = train.dry_run;
+      status = geomx::cli::RunRoleCommand(worker, &g_interrupted);
+    }
+  } else if (train_cmd->parsed()) {
     status = geomx::cli::RunTrainCommand(train, &g_interrupted);
   } else if (eval_cmd->parsed()) {
     status = geomx::cli::RunEvalCommand(eval_ckpt, eval_recipe, eval_sets, eval_json);
@@ -169,9 +195,11 @@ int main(int argc, char** argv) {
     status = geomx::cli::RunAlgosCommand(algos_all);
   } else if (version_cmd->parsed()) {
     status = geomx::cli::RunVersionCommand();
+  } else if (serve_cmd->parsed() && serve.role == "worker") {
+    status = geomx::Status::InvalidArgument("--role worker: a worker runs with `geomx train " + serve.recipe +
+                                            " --party P --rank N`");
   } else if (serve_cmd->parsed()) {
-    status = NotInThisBuild("geomx serve (parameter-server roles)",
-                            "Train single-process with `geomx train RECIPE`.");
+    status = geomx::cli::RunRoleCommand(serve, &g_interrupted);
   } else if (bench_kernels_cmd->parsed()) {
     status = geomx::cli::RunBenchKernelsCommand(bench_kernels);
   } else if (bench_cmd->parsed()) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "cli/recipe_schema.h"
+#include "cli/topology_rules.h"
 
 namespace geomx::cli {
 namespace {
@@ -32,8 +33,11 @@ struct Issue {
   std::string text;  // the whole error line
 };
 
-constexpr std::string_view kDistributedOnly =
-    "distributed training is not available in this build yet (single-process training only); ";
+// Sections of docs/product.md that are planned but not built yet: refused, never silently ignored.
+std::string NotYetAvailable(const std::string& section) {
+  return section == "sync" ? "sync modes are not available in this build yet (training is synchronous, FSA); "
+                           : "accelerators are not available in this build yet; ";
+}
 
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
@@ -62,6 +66,12 @@ std::string ExpectedText(RecipeValueKind kind) {
       return "a list of integers, e.g. [256, 128]";
     case RecipeValueKind::kPartition:
       return "iid, by-class or dirichlet(ALPHA)";
+    case RecipeValueKind::kBandwidth:
+      return "a bandwidth such as 50mbit";
+    case RecipeValueKind::kDuration:
+      return "a duration such as 25ms or 2s";
+    case RecipeValueKind::kRecordList:
+      return "a list of mappings, e.g. [{name: dc-a, workers: 2}, {name: dc-b, workers: 2}]";
   }
   return "a value";
 }
@@ -97,7 +107,9 @@ std::string Alias(const std::string& word) {
       {"learning_rate", "lr"},  {"lr_schedule", "schedule"}, {"scheduler", "schedule"},
       {"batch", "batch_size"},  {"batchsize", "batch_size"}, {"dataset", "data"},
       {"optim", "optimizer"},   {"train", "training"},       {"iterations", "max_iterations"},
-      {"num_epochs", "epochs"}, {"workers", "threads"},      {"num_threads", "threads"}};
+      {"num_epochs", "epochs"}, {"workers", "threads"},      {"num_threads", "threads"},
+      {"port", "scheduler_port"}, {"num_workers", "workers"}, {"num_servers", "servers"},
+      {"datacenters", "datacentres"}, {"data_centres", "datacentres"}, {"dcs", "datacentres"}};
   auto it = kAliases.find(word);
   return it == kAliases.end() ? "" : it->second;
 }
@@ -140,10 +152,10 @@ class RecipeReader {
   }
 
   // Applies one --set flag ("key.path=value") on top of what was read so far.
-  void ApplyOverride(const std::string& flag, int index) {
+  void ApplyOverride(const std::string& flag, int flag_index) {
     Origin o;
     o.group = 1;
-    o.line = index;
+    o.line = flag_index;
     o.where = "--set " + flag;
     size_t eq = flag.find('=');
     std::string path = eq == std::string::npos ? "" : flag.substr(0, eq);
@@ -153,9 +165,23 @@ class RecipeReader {
       Error(o, "", "expected key.path=value, e.g. --set data.batch_size=64");
       return;
     }
-    if (IsDistributedOnlyPath(path)) {
+    if (IsNotYetAvailablePath(path)) {
       std::string top = path.substr(0, path.find('.'));
-      Error(o, top == "optimizer" ? "optimizer.where" : top, std::string(kDistributedOnly) + "remove this flag");
+      Error(o, top, NotYetAvailable(top) + "remove this flag");
+      return;
+    }
+    if (IsTopologyPath(path)) {
+      origins_.emplace("topology", o);  // a flag that gives the recipe its topology is where topology errors point
+      recipe_.has_topology = true;
+    }
+    size_t index = 0;
+    if (path.find('[') != std::string::npos) {  // an item of a list of mappings: topology.datacentres[1].workers
+      std::string plain;
+      if (!SplitIndex(path, &plain, &index)) {
+        Error(o, "", "malformed index in '" + path + "'; expected e.g. topology.datacentres[1].workers=4");
+        return;
+      }
+      ApplyItemOverride(flag.substr(eq + 1), o, path, plain, index);
       return;
     }
     if (IsRecipeSection(path)) {
@@ -174,27 +200,12 @@ class RecipeReader {
       Error(o, "", "unknown key '" + path + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
       return;
     }
-    std::string text = flag.substr(eq + 1);
-    bool is_string = KindOf(*key) == RecipeValueKind::kString;
-    YAML::Node value;
-    bool literal = false;
-    try {
-      value = YAML::Load(text);
-      literal = is_string && !value.IsNull() && !value.IsScalar();
-    } catch (const YAML::Exception& e) {
-      if (!is_string) {
-        Error(o, path, "invalid YAML value '" + text + "': " + e.msg);
-        return;
-      }
-      literal = true;
-    }
-    // A string key takes text that YAML does not read as one scalar ("/data/a: b.csv", "[x") literally.
-    if (literal) value = YAML::Node(text);
-    ReadValue(*key, value, [&o](const YAML::Node&) { return o; });
+    SetFromFlag(*key, flag.substr(eq + 1), o, 0);
   }
 
   // Rules that involve more than one key; skipped when one of the keys already has an error.
   void CrossCheck() {
+    if (recipe_.has_topology) CheckTopology();
     const Recipe& r = recipe_;
     if (r.training.stop_at_target && r.training.target_accuracy <= 0 &&
         Clean({"training.stop_at_target", "training.target_accuracy"})) {
@@ -230,11 +241,85 @@ class RecipeReader {
  private:
   using OriginFn = std::function<Origin(const YAML::Node&)>;
 
+  // "topology.datacentres[12].workers" -> "topology.datacentres[].workers", 12. False when the index is malformed.
+  static bool SplitIndex(const std::string& path, std::string* plain, size_t* index) {
+    size_t open = path.find('[');
+    size_t close = path.find(']', open);
+    if (close == std::string::npos || close == open + 1 || close - open > 7 ||
+        path.find('[', close) != std::string::npos) {
+      return false;
+    }
+    std::string digits = path.substr(open + 1, close - open - 1);
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+    *index = std::stoul(digits);
+    *plain = path.substr(0, open) + "[]" + path.substr(close + 1);
+    return true;
+  }
+
+  // --set LIST[i].key=value: one key of one existing item.
+  void ApplyItemOverride(const std::string& text, const Origin& o, const std::string& path, const std::string& plain,
+                         size_t index) {
+    const RecipeKey* key = FindRecipeKey(plain);
+    std::string list_path = plain.substr(0, plain.find("[]"));
+    const RecipeKey* list = FindRecipeKey(list_path);
+    if (list == nullptr || KindOf(*list) != RecipeValueKind::kRecordList) {
+      Error(o, "", "unknown key '" + path + "' (" + list_path + " is not a list of mappings)");
+      return;
+    }
+    std::string item_path = list_path + "[" + std::to_string(index) + "]";
+    size_t size = RecipeListSize(*list, recipe_);
+    if (index >= size) {
+      Error(o, item_path,
+            "no such item: " + list_path + " has " + std::to_string(size) + " item" + (size == 1 ? "" : "s") +
+                (size == 0 ? "" : " (indices 0.." + std::to_string(size - 1) + ")") +
+                "; to add one, set the whole list: --set '" + list_path + "=[{name: dc-a, workers: 2}, ...]'");
+      return;
+    }
+    std::string section = list_path + "[]";
+    if (key == nullptr) {
+      if (plain == section) {
+        Error(o, item_path, "is one item; set one of its keys, e.g. --set " + item_path + "." +
+                                RecipeSectionChildren(section).front() + "=..., or the whole list");
+        return;
+      }
+      std::string hint = Suggest(section, LastSegment(plain), /*full_path=*/false);
+      Error(o, "", "unknown key '" + path + "'" + (hint.empty() ? "" : " (did you mean '" + item_path + "." + hint +
+                                                                             "'?)"));
+      return;
+    }
+    SetFromFlag(*key, text, o, index);
+  }
+
+  // The value of a --set flag, read as YAML (a scalar or a flow list/mapping).
+  void SetFromFlag(const RecipeKey& key, const std::string& text, const Origin& o, size_t index) {
+    bool is_string = KindOf(key) == RecipeValueKind::kString;
+    YAML::Node value;
+    bool literal = false;
+    try {
+      value = YAML::Load(text);
+      literal = is_string && !value.IsNull() && !value.IsScalar();
+    } catch (const YAML::Exception& e) {
+      if (!is_string) {
+        Error(o, DisplayPath(key, index), "invalid YAML value '" + text + "': " + e.msg);
+        return;
+      }
+      literal = true;
+    }
+    // A string key takes text that YAML does not read as one scalar ("/data/a: b.csv", "[x") literally.
+    if (literal) value = YAML::Node(text);
+    ReadValue(key, value, [&o](const YAML::Node&) { return o; }, index);
+  }
+
+  static std::string DisplayPath(const RecipeKey& key, size_t index) {
+    return IsRecipeItemKey(key) ? RecipeItemPath(key, index) : std::string(key.path);
+  }
+
   void ReadSection(const YAML::Node& map, const std::string& section) {
     std::map<std::string, int> seen;  // key -> line
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node& k = it->first;
-      const YAML::Node& v = it->second;
+      const auto entry = *it;  // a copy: `it->first` is a member of a temporary proxy (dangles)
+      const YAML::Node& k = entry.first;
+      const YAML::Node& v = entry.second;
       Origin key_origin = FileOrigin(k.Mark());
       std::string name = k.IsScalar() ? k.Scalar() : Describe(k);
       std::string path = section.empty() ? name : section + "." + name;
@@ -242,11 +327,12 @@ class RecipeReader {
         Error(key_origin, path, "duplicate key (first given at line " + std::to_string(pos->second) + ")");
         continue;
       }
-      if (IsDistributedOnlyPath(path)) {
-        Error(key_origin, path,
-              std::string(kDistributedOnly) + (section.empty() ? "remove this section" : "remove this key"));
+      if (IsNotYetAvailablePath(path)) {
+        std::string top = path.substr(0, path.find('.'));
+        Error(key_origin, path, NotYetAvailable(top) + (section.empty() ? "remove this section" : "remove this key"));
         continue;
       }
+      if (IsTopologyPath(path)) recipe_.has_topology = true;
       if (IsRecipeSection(path)) {
         origins_[path] = key_origin;
         if (v.IsMap()) {
@@ -289,52 +375,118 @@ class RecipeReader {
     return hint.empty() ? PathEndingIn(alias) : hint;
   }
 
-  void ReadValue(const RecipeKey& key, const YAML::Node& node, const OriginFn& origin_of) {
+  // Reads one key's value (of item `index`, for item keys).
+  void ReadValue(const RecipeKey& key, const YAML::Node& node, const OriginFn& origin_of, size_t index = 0) {
     Origin origin = origin_of(node);
-    origins_[std::string(key.path)] = origin;
+    std::string path = DisplayPath(key, index);
+    origins_[path] = origin;
     RecipeValueKind kind = KindOf(key);
+    if (kind == RecipeValueKind::kRecordList) {
+      ReadRecordList(key, node, origin_of);
+      return;
+    }
     if (kind == RecipeValueKind::kIntegerList) {
       if (!node.IsSequence()) {
-        Error(origin, key.path, "expected " + ExpectedText(kind) + ", got " + Describe(node));
+        Error(origin, path, "expected " + ExpectedText(kind) + ", got " + Describe(node));
         return;
       }
       std::vector<int64_t> items;
       bool ok = true;
       for (size_t i = 0; i < node.size(); ++i) {
         const YAML::Node& item = node[i];
-        std::string item_path = std::string(key.path) + "[" + std::to_string(i) + "]";
+        std::string item_path = path + "[" + std::to_string(i) + "]";
         int64_t value = 0;
         std::string problem = item.IsScalar() ? ParseRecipeListItem(key, item.Scalar(), &value)
                                               : "expected an integer, got " + Describe(item);
         if (!problem.empty()) {
           Error(origin_of(item), item_path, problem);
-          bad_paths_.insert(std::string(key.path));
+          bad_paths_.insert(path);
           ok = false;
         }
         items.push_back(value);
       }
       if (ok) {
         std::string problem = SetRecipeList(key, items, &recipe_);
-        if (!problem.empty()) Error(origin, key.path, problem);
+        if (!problem.empty()) Error(origin, path, problem);
       }
       return;
     }
     if (node.IsNull() && kind != RecipeValueKind::kString) {
-      Error(origin, key.path, "expected " + ExpectedText(kind) + ", got an empty value");
+      Error(origin, path, "expected " + ExpectedText(kind) + ", got an empty value");
       return;
     }
     if (!node.IsNull() && !node.IsScalar()) {
-      Error(origin, key.path, "expected " + ExpectedText(kind) + ", got " + Describe(node));
+      Error(origin, path, "expected " + ExpectedText(kind) + ", got " + Describe(node));
       return;
     }
     bool quoted = node.IsScalar() && node.Tag() == "!";
-    if (quoted && kind != RecipeValueKind::kString && kind != RecipeValueKind::kPartition) {
-      Error(origin, key.path,
+    bool text_kind = kind == RecipeValueKind::kString || kind == RecipeValueKind::kPartition ||
+                     kind == RecipeValueKind::kBandwidth || kind == RecipeValueKind::kDuration;
+    if (quoted && !text_kind) {
+      Error(origin, path,
             "expected " + ExpectedText(kind) + ", got the quoted string '" + node.Scalar() + "' (remove the quotes)");
       return;
     }
-    std::string problem = SetRecipeScalar(key, node.IsNull() ? "" : node.Scalar(), &recipe_);
-    if (!problem.empty()) Error(origin, key.path, problem);
+    std::string problem = SetRecipeScalar(key, node.IsNull() ? "" : node.Scalar(), &recipe_, index);
+    if (!problem.empty()) Error(origin, path, problem);
+  }
+
+  // A list of mappings replaces the whole list; each item's keys are read against the item keys of the table.
+  void ReadRecordList(const RecipeKey& list, const YAML::Node& node, const OriginFn& origin_of) {
+    std::string path(list.path);
+    if (!node.IsSequence()) {
+      Error(origin_of(node), path,
+            "expected " + ExpectedText(RecipeValueKind::kRecordList) + ", got " + Describe(node));
+      return;
+    }
+    ResetRecipeList(list, node.size(), &recipe_);
+    std::string section = path + "[]";
+    for (size_t i = 0; i < node.size(); ++i) {
+      const YAML::Node& item = node[i];
+      std::string item_path = path + "[" + std::to_string(i) + "]";
+      origins_[item_path] = origin_of(item);
+      if (!item.IsMap()) {
+        Error(origin_of(item), item_path,
+              "expected a mapping of keys (" + Join(RecipeSectionChildren(section)) + "), got " + Describe(item));
+        bad_paths_.insert(path);
+        continue;
+      }
+      std::map<std::string, int> seen;  // key -> line
+      for (auto it = item.begin(); it != item.end(); ++it) {
+        const auto entry = *it;  // a copy: `it->first` is a member of a temporary proxy
+        Origin key_origin = origin_of(entry.first);
+        std::string name = entry.first.IsScalar() ? entry.first.Scalar() : Describe(entry.first);
+        if (auto [pos, fresh] = seen.emplace(name, key_origin.line); !fresh) {
+          Error(key_origin, item_path + "." + name,
+                "duplicate key" + (key_origin.group == 0 ? " (first given at line " + std::to_string(pos->second) + ")"
+                                                         : std::string()));
+          continue;
+        }
+        if (const RecipeKey* key = FindRecipeKey(section + "." + name)) {
+          ReadValue(*key, entry.second, [&](const YAML::Node& n) { return n.IsNull() ? key_origin : origin_of(n); },
+                    i);
+          continue;
+        }
+        Error(key_origin, item_path + "." + name, UnknownKeyMessage(section, name));
+      }
+    }
+  }
+
+  // The topology rules (cli/topology_rules.h), each at the YAML position of the key at fault; then the library's
+  // own comm::Topology::Validate() as a safety net for anything they do not cover.
+  void CheckTopology() {
+    const size_t issues_before = issues_.size();
+    auto has_error = [this](const std::string& path) { return bad_paths_.count(path) > 0; };
+    for (const TopologyRuleViolation& v : CheckTopologyRules(recipe_, has_error)) {
+      Error(OriginOf(v.at), v.path, v.message);
+    }
+    bool topology_clean = issues_.size() == issues_before &&
+                          std::none_of(bad_paths_.begin(), bad_paths_.end(),
+                                       [](const std::string& p) { return IsTopologyPath(p); });
+    if (topology_clean) {
+      Status valid = recipe_.topology.Validate();
+      if (!valid.ok()) Error(OriginOf({"topology"}), "topology", valid.message());
+    }
   }
 
   bool Clean(std::initializer_list<std::string_view> paths) const {
@@ -346,12 +498,15 @@ class RecipeReader {
 
   // The origin of the first of `paths` that was given, else of the nearest given section, else the file start.
   Origin OriginOf(std::initializer_list<std::string_view> paths) const {
-    for (auto p : paths) {
-      if (auto it = origins_.find(std::string(p)); it != origins_.end()) return it->second;
+    return OriginOf(std::vector<std::string>(paths.begin(), paths.end()));
+  }
+  Origin OriginOf(const std::vector<std::string>& paths) const {
+    for (const std::string& p : paths) {
+      if (auto it = origins_.find(p); it != origins_.end()) return it->second;
     }
-    std::string section(*paths.begin());
-    for (size_t dot = section.rfind('.'); dot != std::string::npos; dot = section.rfind('.')) {
-      section.resize(dot);
+    std::string section(paths.front());
+    for (size_t cut = section.find_last_of(".["); cut != std::string::npos; cut = section.find_last_of(".[")) {
+      section.resize(cut);
       if (auto it = origins_.find(section); it != origins_.end()) return it->second;
     }
     return FileOrigin(YAML::Mark());
@@ -402,30 +557,6 @@ Result<Recipe> LoadRecipe(const std::string& path, const std::vector<std::string
   text << in.rdbuf();
   if (!in) return Status::NotFound("cannot read recipe file '" + path + "'");
   return ParseRecipe(text.str(), path, overrides);
-}
-
-std::string RecipeToYaml(const Recipe& recipe) {
-  std::string source = recipe.source;
-  std::replace(source.begin(), source.end(), '\n', ' ');
-  std::string out = "# every key with its value" + (source.empty() ? std::string() : ", resolved from " + source) +
-                    " (keys: docs/recipes.md)\n";
-  std::vector<std::string> open;  // the sections printed so far, outermost first
-  for (const RecipeKey& key : RecipeKeys()) {
-    std::vector<std::string> parts;
-    std::string_view p = key.path;
-    for (size_t dot = p.find('.'); dot != std::string_view::npos; p.remove_prefix(dot + 1), dot = p.find('.')) {
-      parts.emplace_back(p.substr(0, dot));
-    }
-    size_t common = 0;
-    while (common < open.size() && common < parts.size() && open[common] == parts[common]) ++common;
-    open.resize(common);
-    for (size_t i = common; i < parts.size(); ++i) {
-      out += std::string(2 * i, ' ') + parts[i] + ":\n";
-      open.push_back(parts[i]);
-    }
-    out += std::string(2 * parts.size(), ' ') + std::string(p) + ": " + RecipeValueText(key, recipe) + "\n";
-  }
-  return out;
 }
 
 }  // namespace geomx::cli

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/topology.h"
 #include "datasets/data_config.h"
 #include "engine/base/status.h"
 #include "nn/models/model_config.h"
@@ -39,7 +40,15 @@ struct Recipe {
   data::DataConfig data;
   nn::OptimizerConfig optimizer;
   nn::LrScheduleConfig lr_schedule;  // recipe key: optimizer.schedule
+  // Where the optimizer runs once there is a parameter server: "global-server" (the global servers apply the
+  // aggregated gradients; workers pull weights) or "worker" (every worker applies them; servers only aggregate).
+  // No effect without a topology. Recipe key: optimizer.where.
+  std::string optimizer_where = "global-server";
   TrainingConfig training;
+  // The parameter-server hierarchy (recipe section `topology`, docs/deployment.md). Meaningful only when
+  // has_topology: a recipe without the section trains in one process, as before.
+  bool has_topology = false;
+  comm::Topology topology;
 };
 
 // Reads and validates `path`, then applies `overrides` ("a.b=c", the --set flags; a bad key or a value of the

@@ -8,173 +8,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "cli/recipe_units.h"
 #include "engine/base/check.h"
 
 namespace geomx::cli {
 namespace {
-
-// ---- range helpers for the table ----
-RecipeRange AtLeast(double v) { return {.has_min = true, .min = v}; }
-RecipeRange Above(double v) { return {.has_min = true, .min = v, .min_open = true}; }
-RecipeRange Between(double lo, bool lo_open, double hi, bool hi_open) {
-  return {.has_min = true, .min = lo, .min_open = lo_open, .has_max = true, .max = hi, .max_open = hi_open};
-}
-const RecipeRange kUnitOpenAbove = Between(0, false, 1, true);  // [0, 1)
-
-// ---- extra syntax checks ----
-std::string CheckRunName(std::string_view v) {
-  if (v.empty()) return "must not be empty";
-  for (char c : v) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
-      return "'" + std::string(v) + "' may only contain letters, digits, '.', '_' and '-' (it names the run folder)";
-    }
-  }
-  return "";
-}
-
-std::string CheckDevice(std::string_view v) {
-  if (v == "cpu" || v == "cuda" || v == "auto") return "";
-  if (v.substr(0, 5) == "cuda:" && v.size() > 5 && v.size() <= 8 &&
-      std::all_of(v.begin() + 5, v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    return "";
-  }
-  return "unknown device '" + std::string(v) + "' (allowed: cpu, cuda, cuda:N, auto)";
-}
-
-std::string CheckNonEmpty(std::string_view v) { return v.empty() ? "must not be empty" : ""; }
-
-// One key per row reads as a table; clang-format would give every field its own line.
-// clang-format off
-std::vector<RecipeKey> BuildTable() {
-  using R = Recipe&;
-  using F = RecipeField;
-  return {
-      {.path = "name", .field = [](R r) -> F { return &r.name; }, .help = "Run name; names the run folder.",
-       .allowed_doc = "letters, digits, `.`, `_`, `-`", .check = CheckRunName},
-      {.path = "seed", .field = [](R r) -> F { return &r.seed; },
-       .help = "Seed of every random choice (weights, shuffling, augmentation, synthetic data).",
-       .allowed_doc = "0 .. 2^64-1"},
-      {.path = "device", .field = [](R r) -> F { return &r.device; },
-       .help = "Where to compute. `auto` picks the first GPU when there is one, else the CPU.",
-       .allowed_doc = "cpu, cuda, cuda:N, auto", .check = CheckDevice},
-      {.path = "threads", .field = [](R r) -> F { return &r.threads; }, .range = AtLeast(0),
-       .help = "Compute threads; 0 = all cores."},
-
-      {.path = "model.name", .field = [](R r) -> F { return &r.model.name; },
-       .allowed = {"geomx-cnn", "mlp", "lenet5", "resnet20"}, .noun = "model", .help = "The network."},
-      {.path = "model.hidden", .field = [](R r) -> F { return &r.model.hidden; }, .range = AtLeast(1),
-       .help = "mlp: hidden layer widths ([] = a linear model)."},
-      {.path = "model.activation", .field = [](R r) -> F { return &r.model.activation; },
-       .allowed = {"relu", "tanh", "sigmoid", "gelu"}, .noun = "activation",
-       .help = "mlp: activation after each hidden layer."},
-      {.path = "model.dropout", .field = [](R r) -> F { return &r.model.dropout; }, .range = kUnitOpenAbove,
-       .help = "mlp: dropout probability after each hidden layer."},
-      {.path = "model.init", .field = [](R r) -> F { return &r.model.init; }, .allowed = {"kaiming", "xavier"},
-       .noun = "init", .help = "Weight initialisation of conv and linear layers."},
-
-      {.path = "data.name", .field = [](R r) -> F { return &r.data.name; },
-       .allowed = {"mnist", "fashion-mnist", "cifar10", "csv", "libsvm", "image-folder", "synthetic"},
-       .noun = "dataset", .help = "The dataset (its format)."},
-      {.path = "data.path", .field = [](R r) -> F { return &r.data.path; },
-       .help = "Directory of the dataset (idx, cifar10; image-folder: holding train/ and test/), or `auto` "
-       "(well-known places such as /usr/share/datasets/<name>). csv, libsvm: the training file.",
-       .allowed_doc = "a path or `auto`", .check = CheckNonEmpty},
-      {.path = "data.test_path", .field = [](R r) -> F { return &r.data.test_path; },
-       .help = "csv, libsvm: the test file; empty = split `test_fraction` off the training file.",
-       .allowed_doc = "a path, or empty"},
-      {.path = "data.test_fraction", .field = [](R r) -> F { return &r.data.test_fraction; },
-       .range = Between(0, true, 1, true), .help = "csv, libsvm without test_path: share held out for testing."},
-      {.path = "data.batch_size", .field = [](R r) -> F { return &r.data.batch_size; }, .range = AtLeast(1),
-       .help = "Examples per training step."},
-      {.path = "data.partition", .field = [](R r) -> F {
-       return PartitionField{&r.data.partition, &r.data.dirichlet_alpha}; },
-       .help = "How the training set is split across workers: at random (iid), by label (each worker sees "
-       "few classes), or with label proportions drawn from Dirichlet(ALPHA) (smaller = more skewed). "
-       "No effect with one worker.", .allowed_doc = "iid, by-class, dirichlet(ALPHA) with ALPHA > 0"},
-      {.path = "data.shuffle", .field = [](R r) -> F { return &r.data.shuffle; },
-       .help = "Reshuffle the training set every epoch."},
-      {.path = "data.prefetch", .field = [](R r) -> F { return &r.data.prefetch; }, .range = AtLeast(0),
-       .help = "Batches prepared ahead by the loader thread; 0 = no loader thread."},
-      {.path = "data.normalize", .field = [](R r) -> F { return &r.data.normalize; },
-       .help = "Images: (x/255 - mean)/std with the dataset's constants."},
-      {.path = "data.augment", .field = [](R r) -> F { return &r.data.augment; },
-       .help = "Images: random crop (pad 4 for cifar10, 2 otherwise) and horizontal flip while training."},
-      {.path = "data.label_column", .field = [](R r) -> F { return &r.data.label_column; }, .range = AtLeast(-1),
-       .help = "csv: index of the label column; -1 = the last column."},
-      {.path = "data.header", .field = [](R r) -> F { return &r.data.header; },
-       .help = "csv: the first row is a header."},
-      {.path = "data.num_features", .field = [](R r) -> F { return &r.data.num_features; }, .range = AtLeast(0),
-       .help = "libsvm: number of features; 0 = the largest feature index seen (indices are 1-based)."},
-      {.path = "data.image_height", .field = [](R r) -> F { return &r.data.image_height; },
-       .range = Between(1, false, 4096, false), .help = "image-folder: images are resized to this height."},
-      {.path = "data.image_width", .field = [](R r) -> F { return &r.data.image_width; },
-       .range = Between(1, false, 4096, false), .help = "image-folder: images are resized to this width."},
-      {.path = "data.image_channels", .field = [](R r) -> F { return &r.data.image_channels; },
-       .range = Between(1, false, 3, false), .help = "image-folder: 1 = grayscale, 3 = colour."},
-      {.path = "data.synthetic_train", .field = [](R r) -> F { return &r.data.synthetic_train; },
-       .range = AtLeast(1), .help = "synthetic: training examples (deterministic Gaussian blobs)."},
-      {.path = "data.synthetic_test", .field = [](R r) -> F { return &r.data.synthetic_test; }, .range = AtLeast(1),
-       .help = "synthetic: test examples."},
-      {.path = "data.synthetic_classes", .field = [](R r) -> F { return &r.data.synthetic_classes; },
-       .range = AtLeast(2), .help = "synthetic: number of classes."},
-      {.path = "data.synthetic_shape", .field = [](R r) -> F { return &r.data.synthetic_shape; },
-       .range = AtLeast(1), .help = "synthetic: shape of one example, e.g. [1, 8, 8] (CHW) or [64].",
-       .min_items = 1, .max_items = 3},
-      {.path = "data.synthetic_seed", .field = [](R r) -> F { return &r.data.synthetic_seed; },
-       .help = "synthetic: seed of the class centres and examples (the same seed gives the same data; "
-       "independent of `seed`).", .allowed_doc = "0 .. 2^64-1"},
-
-      {.path = "optimizer.name", .field = [](R r) -> F { return &r.optimizer.name; },
-       .allowed = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam", "adamw"},
-       .noun = "optimizer", .help = "The update rule."},
-      {.path = "optimizer.lr", .field = [](R r) -> F { return &r.optimizer.lr; }, .range = Above(0),
-       .help = "Base learning rate (see optimizer.schedule)."},
-      {.path = "optimizer.weight_decay", .field = [](R r) -> F { return &r.optimizer.weight_decay; },
-       .range = AtLeast(0), .help = "L2 penalty; decoupled weight decay for adamw."},
-      {.path = "optimizer.momentum", .field = [](R r) -> F { return &r.optimizer.momentum; },
-       .range = kUnitOpenAbove, .help = "momentum, nesterov: momentum factor."},
-      {.path = "optimizer.beta1", .field = [](R r) -> F { return &r.optimizer.beta1; }, .range = kUnitOpenAbove,
-       .help = "adam, adamw: decay of the first moment."},
-      {.path = "optimizer.beta2", .field = [](R r) -> F { return &r.optimizer.beta2; }, .range = kUnitOpenAbove,
-       .help = "adam, adamw: decay of the second moment."},
-      {.path = "optimizer.rho", .field = [](R r) -> F { return &r.optimizer.rho; }, .range = kUnitOpenAbove,
-       .help = "rmsprop, adadelta: decay of the squared-gradient average."},
-      {.path = "optimizer.eps", .field = [](R r) -> F { return &r.optimizer.eps; }, .range = Above(0),
-       .help = "Added to denominators for numerical stability."},
-
-      {.path = "optimizer.schedule.name", .field = [](R r) -> F { return &r.lr_schedule.name; },
-       .allowed = {"constant", "step", "cosine"}, .noun = "schedule",
-       .help = "Learning-rate schedule: constant, step decay, or cosine decay to min_lr over the run."},
-      {.path = "optimizer.schedule.step_epochs", .field = [](R r) -> F { return &r.lr_schedule.step_epochs; },
-       .range = AtLeast(1), .help = "step: multiply the lr by gamma every this many epochs."},
-      {.path = "optimizer.schedule.gamma", .field = [](R r) -> F { return &r.lr_schedule.gamma; },
-       .range = Between(0, true, 1, false), .help = "step: decay factor."},
-      {.path = "optimizer.schedule.min_lr", .field = [](R r) -> F { return &r.lr_schedule.min_lr; },
-       .range = AtLeast(0), .help = "cosine: final learning rate (at most optimizer.lr)."},
-      {.path = "optimizer.schedule.warmup_iterations",
-       .field = [](R r) -> F { return &r.lr_schedule.warmup_iterations; }, .range = AtLeast(0),
-       .help = "Linear warm-up from 0 over this many iterations (any schedule)."},
-
-      {.path = "training.epochs", .field = [](R r) -> F { return &r.training.epochs; }, .range = AtLeast(1),
-       .help = "Passes over the training set."},
-      {.path = "training.max_iterations", .field = [](R r) -> F { return &r.training.max_iterations; },
-       .range = AtLeast(0), .help = "Stop after this many iterations in total; 0 = no limit."},
-      {.path = "training.eval_every", .field = [](R r) -> F { return &r.training.eval_every; }, .range = AtLeast(0),
-       .help = "Also evaluate every N iterations; 0 = at epoch ends only."},
-      {.path = "training.eval_limit", .field = [](R r) -> F { return &r.training.eval_limit; }, .range = AtLeast(0),
-       .help = "Intermediate evaluations use at most N test examples; 0 = all."},
-      {.path = "training.target_accuracy", .field = [](R r) -> F { return &r.training.target_accuracy; },
-       .range = Between(0, false, 1, false),
-       .help = "Records the time to reach this test accuracy; 0 = none. Training continues."},
-      {.path = "training.stop_at_target", .field = [](R r) -> F { return &r.training.stop_at_target; },
-       .help = "Stop as soon as target_accuracy is reached (needs target_accuracy > 0)."},
-      {.path = "training.checkpoint_every", .field = [](R r) -> F { return &r.training.checkpoint_every; },
-       .range = AtLeast(0), .help = "Also checkpoint every N iterations; 0 = at epoch ends only."},
-      {.path = "training.log_every", .field = [](R r) -> F { return &r.training.log_every; }, .range = AtLeast(1),
-       .help = "A progress line every N iterations when stdout is not a terminal."},
-  };
-}
-// clang-format on
 
 // ---- scalar parsing ----
 std::string Quoted(std::string_view text) {
@@ -390,12 +228,49 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-}  // namespace
-
-const std::vector<RecipeKey>& RecipeKeys() {
-  static const std::vector<RecipeKey> kKeys = BuildTable();
-  return kKeys;
+// A recipe whose lists of mappings have one default item, so that item keys have a field to point at.
+Recipe Probe() {
+  Recipe probe;
+  probe.topology.datacentres.resize(1);
+  return probe;
 }
+
+RecipeField FieldOf(const RecipeKey& key, Recipe& recipe, size_t index) {
+  if (key.item_field == nullptr) return key.field(recipe);
+  GEOMX_CHECK_LT(index, RecipeListSize(RecipeListKeyOf(key), recipe)) << key.path;
+  return key.item_field(recipe, index);
+}
+
+std::string ParseDuration(const RecipeKey& key, std::string_view text, DurationField f) {
+  double seconds = 0;
+  int millis = 0;
+  std::string problem = f.millis != nullptr ? ParseDurationMillis(text, &millis) : ParseDurationSeconds(text, &seconds);
+  if (!problem.empty()) return problem;
+  if (f.millis != nullptr) seconds = millis / 1e3;
+  if (!InRange(key.range, seconds)) return RangeProblem(key.range, Trim(text));
+  if (f.millis != nullptr) {
+    *f.millis = millis;
+  } else {
+    *f.seconds = seconds;
+  }
+  return "";
+}
+
+std::string RecordListText(const RecipeKey& key, const Recipe& recipe) {
+  std::string out = "[";
+  std::vector<const RecipeKey*> item_keys = RecipeItemKeys(key);
+  for (size_t i = 0; i < RecipeListSize(key, recipe); ++i) {
+    out += i ? ", {" : "{";
+    for (size_t k = 0; k < item_keys.size(); ++k) {
+      std::string_view leaf = item_keys[k]->path.substr(item_keys[k]->path.rfind('.') + 1);
+      out += (k ? ", " : "") + std::string(leaf) + ": " + RecipeValueText(*item_keys[k], recipe, i);
+    }
+    out += "}";
+  }
+  return out + "]";
+}
+
+}  // namespace
 
 const RecipeKey* FindRecipeKey(std::string_view path) {
   for (const RecipeKey& key : RecipeKeys()) {
@@ -425,32 +300,74 @@ std::vector<std::string> RecipeSectionChildren(std::string_view section) {
       rest.remove_prefix(section.size() + 1);
     }
     std::string child(rest.substr(0, rest.find('.')));
+    if (child.size() > 2 && child.substr(child.size() - 2) == "[]") child.resize(child.size() - 2);
     if (std::find(out.begin(), out.end(), child) == out.end()) out.push_back(child);
   }
   return out;
 }
 
-bool IsDistributedOnlyPath(std::string_view path) {
+bool IsNotYetAvailablePath(std::string_view path) {
   std::string_view first = path.substr(0, path.find('.'));
-  if (first == "topology" || first == "sync" || first == "accelerators") return true;
-  return path == "optimizer.where" || path.substr(0, 16) == "optimizer.where.";
+  return first == "sync" || first == "accelerators";
+}
+
+bool IsTopologyPath(std::string_view path) {
+  std::string_view first = path.substr(0, path.find_first_of(".["));
+  return first == "topology";
+}
+
+bool IsRecipeItemKey(const RecipeKey& key) { return key.item_field != nullptr; }
+
+const RecipeKey& RecipeListKeyOf(const RecipeKey& item_key) {
+  size_t brackets = item_key.path.find("[]");
+  GEOMX_CHECK(brackets != std::string_view::npos) << item_key.path << " is not an item key";
+  const RecipeKey* list = FindRecipeKey(item_key.path.substr(0, brackets));
+  GEOMX_CHECK(list != nullptr) << item_key.path << " has no list key";
+  return *list;
+}
+
+size_t RecipeListSize(const RecipeKey& list_key, const Recipe& recipe) {
+  RecipeField f = list_key.field(const_cast<Recipe&>(recipe));  // read only
+  return std::get<std::vector<comm::DataCentre>*>(f)->size();
+}
+
+void ResetRecipeList(const RecipeKey& list_key, size_t n, Recipe* recipe) {
+  std::get<std::vector<comm::DataCentre>*>(list_key.field(*recipe))->assign(n, comm::DataCentre{});
+}
+
+std::string RecipeItemPath(const RecipeKey& item_key, size_t index) {
+  std::string path(item_key.path);
+  size_t brackets = path.find("[]");
+  return path.replace(brackets, 2, "[" + std::to_string(index) + "]");
+}
+
+std::vector<const RecipeKey*> RecipeItemKeys(const RecipeKey& list_key) {
+  std::vector<const RecipeKey*> out;
+  std::string prefix = std::string(list_key.path) + "[].";
+  for (const RecipeKey& key : RecipeKeys()) {
+    if (key.path.substr(0, prefix.size()) == prefix) out.push_back(&key);
+  }
+  return out;
 }
 
 RecipeValueKind KindOf(const RecipeKey& key) {
-  Recipe probe;
-  RecipeField f = key.field(probe);
+  Recipe probe = Probe();
+  RecipeField f = FieldOf(key, probe, 0);
   if (std::holds_alternative<std::string*>(f)) return RecipeValueKind::kString;
   if (std::holds_alternative<bool*>(f)) return RecipeValueKind::kBool;
   if (std::holds_alternative<float*>(f)) return RecipeValueKind::kNumber;
   if (std::holds_alternative<PartitionField>(f)) return RecipeValueKind::kPartition;
+  if (std::holds_alternative<BandwidthField>(f)) return RecipeValueKind::kBandwidth;
+  if (std::holds_alternative<DurationField>(f)) return RecipeValueKind::kDuration;
+  if (std::holds_alternative<std::vector<comm::DataCentre>*>(f)) return RecipeValueKind::kRecordList;
   if (std::holds_alternative<std::vector<int>*>(f) || std::holds_alternative<std::vector<int64_t>*>(f)) {
     return RecipeValueKind::kIntegerList;
   }
   return RecipeValueKind::kInteger;
 }
 
-std::string SetRecipeScalar(const RecipeKey& key, std::string_view text, Recipe* recipe) {
-  RecipeField f = key.field(*recipe);
+std::string SetRecipeScalar(const RecipeKey& key, std::string_view text, Recipe* recipe, size_t index) {
+  RecipeField f = FieldOf(key, *recipe, index);
   if (auto* p = std::get_if<std::string*>(&f)) return ParseString(key, text, *p);
   if (auto* p = std::get_if<bool*>(&f)) return ParseBool(text, *p);
   if (auto* p = std::get_if<int*>(&f)) return ParseInteger(key, text, *p);
@@ -458,6 +375,8 @@ std::string SetRecipeScalar(const RecipeKey& key, std::string_view text, Recipe*
   if (auto* p = std::get_if<uint64_t*>(&f)) return ParseInteger(key, text, *p);
   if (auto* p = std::get_if<float*>(&f)) return ParseFloat(key, text, *p);
   if (auto* p = std::get_if<PartitionField>(&f)) return ParsePartition(Trim(text), *p);
+  if (auto* p = std::get_if<BandwidthField>(&f)) return ParseBandwidth(text, p->bits_per_second);
+  if (auto* p = std::get_if<DurationField>(&f)) return ParseDuration(key, text, *p);
   GEOMX_CHECK(false) << key.path << " is a list key; use ParseRecipeListItem";
   return "";
 }
@@ -491,8 +410,8 @@ std::string SetRecipeList(const RecipeKey& key, const std::vector<int64_t>& item
   return "";
 }
 
-std::string RecipeValueText(const RecipeKey& key, const Recipe& recipe) {
-  RecipeField f = key.field(const_cast<Recipe&>(recipe));  // read only
+std::string RecipeValueText(const RecipeKey& key, const Recipe& recipe, size_t index) {
+  RecipeField f = FieldOf(key, const_cast<Recipe&>(recipe), index);  // read only
   if (auto* p = std::get_if<std::string*>(&f)) return YamlString(**p);
   if (auto* p = std::get_if<bool*>(&f)) return **p ? "true" : "false";
   if (auto* p = std::get_if<int*>(&f)) return std::to_string(**p);
@@ -501,6 +420,11 @@ std::string RecipeValueText(const RecipeKey& key, const Recipe& recipe) {
   if (auto* p = std::get_if<float*>(&f)) return FloatText(**p);
   if (auto* p = std::get_if<std::vector<int>*>(&f)) return ListText(**p);
   if (auto* p = std::get_if<std::vector<int64_t>*>(&f)) return ListText(**p);
+  if (auto* p = std::get_if<BandwidthField>(&f)) return BandwidthText(*p->bits_per_second);
+  if (auto* p = std::get_if<DurationField>(&f)) {
+    return p->millis != nullptr ? DurationMillisText(*p->millis) : DurationSecondsText(*p->seconds);
+  }
+  if (std::holds_alternative<std::vector<comm::DataCentre>*>(f)) return RecordListText(key, recipe);
   const PartitionField& part = std::get<PartitionField>(f);
   switch (*part.kind) {
     case data::PartitionKind::kIid:
@@ -527,6 +451,12 @@ std::string RecipeTypeText(const RecipeKey& key) {
       return "list of integers";
     case RecipeValueKind::kPartition:
       return "string";
+    case RecipeValueKind::kBandwidth:
+      return "bandwidth";
+    case RecipeValueKind::kDuration:
+      return "duration";
+    case RecipeValueKind::kRecordList:
+      return "list of mappings";
   }
   return "string";
 }
@@ -552,7 +482,7 @@ std::string RecipeAllowedText(const RecipeKey& key) {
 }
 
 std::string RecipeSchemaMarkdown() {
-  Recipe defaults;
+  Recipe defaults = Probe();  // item keys show the defaults of a new item
   std::string out;
   std::string section = "-";
   for (const RecipeKey& key : RecipeKeys()) {
@@ -570,8 +500,8 @@ std::string RecipeSchemaMarkdown() {
       return escaped;
     };
     out += "| `" + std::string(key.path) + "` | " + RecipeTypeText(key) + " | `" +
-           cell(RecipeValueText(key, defaults)) + "` | " + cell(RecipeAllowedText(key)) + " | " +
-           cell(std::string(key.help)) + " |\n";
+           cell(RecipeValueText(key, KindOf(key) == RecipeValueKind::kRecordList ? Recipe{} : defaults)) + "` | " +
+           cell(RecipeAllowedText(key)) + " | " + cell(std::string(key.help)) + " |\n";
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/recipe.h"
+#include "comm/topology.h"
 
 namespace geomx::cli {
 
@@ -25,12 +26,34 @@ struct PartitionField {
   float* alpha;
 };
 
+// A link bandwidth in bits per second, written "50mbit" (cli/recipe_units.h).
+struct BandwidthField {
+  double* bits_per_second;
+};
+// A duration, written "25ms" / "2s" (cli/recipe_units.h), stored in exactly one of the two forms.
+struct DurationField {
+  int* millis = nullptr;
+  double* seconds = nullptr;
+};
+
 // Where a key's value lives inside a Recipe (borrowed pointers into the Recipe passed to RecipeKey::field).
+// std::vector<comm::DataCentre>* is a list of mappings: its items' keys are the rows "<path>[].<name>".
 using RecipeField = std::variant<std::string*, bool*, int*, int64_t*, uint64_t*, float*, std::vector<int>*,
-                                 std::vector<int64_t>*, PartitionField>;
+                                 std::vector<int64_t>*, PartitionField, BandwidthField, DurationField,
+                                 std::vector<comm::DataCentre>*>;
 
 // How a key's value is written in YAML.
-enum class RecipeValueKind : uint8_t { kString, kBool, kInteger, kNumber, kIntegerList, kPartition };
+enum class RecipeValueKind : uint8_t {
+  kString,
+  kBool,
+  kInteger,
+  kNumber,
+  kIntegerList,
+  kPartition,
+  kBandwidth,
+  kDuration,
+  kRecordList,  // a list of mappings ("topology.datacentres")
+};
 
 // Numeric bounds of a value (of each element, for lists). Unset sides are unbounded.
 struct RecipeRange {
@@ -42,10 +65,13 @@ struct RecipeRange {
   bool max_open = false;
 };
 
+// A key is either plain ("data.batch_size": `field` is set) or a key of every item of a list of mappings
+// ("topology.datacentres[].workers": `item_field` is set, and "topology.datacentres" is the list's own key).
 struct RecipeKey {
-  std::string_view path;                  // "data.batch_size"; sections are the dotted prefixes
-  RecipeField (*field)(Recipe&);          // the member this key sets
-  RecipeRange range;                      // numbers and list elements
+  std::string_view path;                                 // "data.batch_size"; sections are the dotted prefixes
+  RecipeField (*field)(Recipe&) = nullptr;               // the member this key sets
+  RecipeField (*item_field)(Recipe&, size_t) = nullptr;  // item keys: the member of item i (i < list size)
+  RecipeRange range;                      // numbers, list elements, durations (in seconds)
   std::vector<std::string_view> allowed;  // closed set of string values; empty = see check/allowed_doc
   std::string_view noun;                  // names the thing in "unknown <noun> 'x'" (default "value")
   std::string_view help;                  // one line for docs/recipes.md
@@ -56,7 +82,7 @@ struct RecipeKey {
   int max_items = 1 << 20;  // lists: at most this many elements
 };
 
-// Every key, in the order RecipeToYaml prints them; sections are contiguous.
+// Every key, in the order RecipeToYaml prints them; sections are contiguous (cli/recipe_keys.cc).
 const std::vector<RecipeKey>& RecipeKeys();
 // The key with this exact dotted path, or nullptr.
 const RecipeKey* FindRecipeKey(std::string_view path);
@@ -64,25 +90,42 @@ const RecipeKey* FindRecipeKey(std::string_view path);
 bool IsRecipeSection(std::string_view path);
 // Direct children (last path segment) of a section ("" = top level), in table order: the did-you-mean candidates.
 std::vector<std::string> RecipeSectionChildren(std::string_view section);
-// True for the parameter-server parts of the recipe (topology, sync, accelerators, optimizer.where and anything
-// below them): refused in this single-process build, never silently ignored.
-bool IsDistributedOnlyPath(std::string_view path);
+// True for the parts of the recipe that are planned but not built (sync, accelerators and anything below them):
+// refused, never silently ignored.
+bool IsNotYetAvailablePath(std::string_view path);
+
+// True for the keys of the items of a list of mappings ("topology.datacentres[].name").
+bool IsRecipeItemKey(const RecipeKey& key);
+// The list key an item key belongs to ("topology.datacentres" for "topology.datacentres[].name").
+const RecipeKey& RecipeListKeyOf(const RecipeKey& item_key);
+// The items of a list-of-mappings key in `recipe` (its current length).
+size_t RecipeListSize(const RecipeKey& list_key, const Recipe& recipe);
+// Replaces the list's items by `n` default items.
+void ResetRecipeList(const RecipeKey& list_key, size_t n, Recipe* recipe);
+// The path of item `index`'s key as users write it: "topology.datacentres[1].workers".
+std::string RecipeItemPath(const RecipeKey& item_key, size_t index);
+// The item keys of a list key, in table order.
+std::vector<const RecipeKey*> RecipeItemKeys(const RecipeKey& list_key);
+// True for "topology" and every path below it (indexed or not): the keys that give a recipe a topology.
+bool IsTopologyPath(std::string_view path);
 
 RecipeValueKind KindOf(const RecipeKey& key);
 
-// Parses one scalar (YAML text, already unquoted) into the key's field of `*recipe`, then checks its range,
-// allowed values and syntax. Returns "" on success, else the problem without location or key path
-// ("expected an integer, got 'abc'"). Not for list keys.
-std::string SetRecipeScalar(const RecipeKey& key, std::string_view text, Recipe* recipe);
+// Parses one scalar (YAML text, already unquoted) into the key's field of `*recipe` (of its item `index`, for item
+// keys; the list must be long enough), then checks its range, allowed values and syntax. Returns "" on success,
+// else the problem without location or key path ("expected an integer, got 'abc'"). Not for list keys.
+std::string SetRecipeScalar(const RecipeKey& key, std::string_view text, Recipe* recipe, size_t index = 0);
 // Parses one list element; checks its range. Returns "" or the problem.
 std::string ParseRecipeListItem(const RecipeKey& key, std::string_view text, int64_t* value);
 // Stores a parsed list; checks its length. Returns "" or the problem.
 std::string SetRecipeList(const RecipeKey& key, const std::vector<int64_t>& items, Recipe* recipe);
 
-// The key's value in `recipe` as YAML text that SetRecipeScalar / the list parser read back to the same value
-// (floats in shortest round-trip form, lists in flow style, strings quoted when YAML needs it).
-std::string RecipeValueText(const RecipeKey& key, const Recipe& recipe);
-// For docs and errors: "integer", "number", "boolean", "string", "list of integers", "string (partition)".
+// The key's value in `recipe` (item `index`'s, for item keys) as YAML text that SetRecipeScalar / the list parser
+// read back to the same value (floats in shortest round-trip form, lists in flow style, strings quoted when YAML
+// needs it; a list of mappings as [{name: dc-a, ...}, ...]).
+std::string RecipeValueText(const RecipeKey& key, const Recipe& recipe, size_t index = 0);
+// For docs and errors: "integer", "number", "boolean", "string", "list of integers", "bandwidth", "duration",
+// "list of mappings".
 std::string RecipeTypeText(const RecipeKey& key);
 // For docs and errors: "relu, tanh, sigmoid, gelu", ">= 1", "[0, 1)", or allowed_doc; "" when unconstrained.
 std::string RecipeAllowedText(const RecipeKey& key);

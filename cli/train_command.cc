@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/json_writer.h"
+#include "cli/local_topology.h"
 #include "cli/progress.h"
 #include "cli/recipe.h"
 #include "cli/run_dir.h"
@@ -161,8 +162,10 @@ void PrintPlan(const Recipe& recipe, const RunSetup& setup, nn::Module& model) {
   std::printf("# resolved recipe\n%s\n", RecipeToYaml(recipe).c_str());
   const auto& info = setup.data.train->info();
   std::printf("# plan\n");
-  std::printf("processes: 1 (single-process training on %s, %s)\n", setup.device.ToString().c_str(),
-              recipe.threads > 0 ? (std::to_string(recipe.threads) + " threads").c_str() : "all cores");
+  if (!recipe.has_topology) {  // with a topology, PrintLocalTopologyPlan lists the processes
+    std::printf("processes: 1 (single-process training on %s, %s)\n", setup.device.ToString().c_str(),
+                recipe.threads > 0 ? (std::to_string(recipe.threads) + " threads").c_str() : "all cores");
+  }
   std::printf("data: %s (%s) train %lld, test %lld examples, %d classes\n", recipe.data.name.c_str(),
               info.source.c_str(), static_cast<long long>(setup.data.train->size()),
               static_cast<long long>(setup.data.test->size()), info.num_classes);
@@ -203,7 +206,11 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
 
   if (flags.dry_run) {
     PrintPlan(recipe, setup, model);
-    return Status::Ok();
+    return recipe.has_topology ? PrintLocalTopologyPlan(flags, recipe) : Status::Ok();
+  }
+  if (recipe.has_topology) {  // until the roles run: RunLocalTopology (cli/local_topology.h) takes over here
+    return Status::Unimplemented("training with a topology (parameter-server roles) is being integrated; "
+                                 "`geomx train " + recipe.source + " --dry-run` shows the process plan");
   }
 
   // 2. The run folder: new, or the one being resumed.

@@ -64,7 +64,7 @@ TEST(CliTest, LaterCapabilitiesSayNotAvailableAndExit2) {
   WriteFile(dir / "r.yaml", kSmokeRecipe);
   auto serve = RunGeomx("serve --role server r.yaml", dir.path());
   EXPECT_EQ(serve.exit_code, 2) << serve.output;
-  EXPECT_NE(serve.output.find("not available"), std::string::npos) << serve.output;
+  EXPECT_NE(serve.output.find("serve needs a recipe with a topology section"), std::string::npos) << serve.output;
   auto fetch = RunGeomx("data fetch fashion-mnist", dir.path());
   EXPECT_EQ(fetch.exit_code, 2);
   auto bench = RunGeomx("bench r.yaml", dir.path());
@@ -161,6 +161,41 @@ TEST(CliTest, DryRunPrintsPlanAndCreatesNothing) {
   EXPECT_NE(r.output.find("epochs: 3"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("parameters"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir / "runs"));
+}
+
+// A recipe with a topology: --dry-run prints every process, its command line and its ports; the role flags are
+// checked against the topology (docs/deployment.md).
+TEST(CliTest, TopologyDryRunAndRoleFlags) {
+  ScratchDir dir;
+  WriteFile(dir / "geo.yaml", std::string(kSmokeRecipe) +
+                                  "topology:\n  datacentres:\n    - {name: dc-a, workers: 2}\n"
+                                  "    - {name: dc-b, scheduler_port: 9100}\n");
+  auto plan = RunGeomx("train geo.yaml --dry-run --out planned", dir.path());
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  for (const char* want : {"processes: 10", "central/global-scheduler", "dc-a/worker1", "central/master-worker",
+                           "dc-b/scheduler  (scheduler, listens on 127.0.0.1:9100)", "train geo.yaml --party dc-a",
+                           "--out planned"}) {
+    EXPECT_NE(plan.output.find(want), std::string::npos) << want << "\n" << plan.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "planned"));
+  auto worker = RunGeomx("train geo.yaml --party dc-a --rank 1 --dry-run", dir.path());
+  EXPECT_EQ(worker.exit_code, 0) << worker.output;
+  EXPECT_NE(worker.output.find("dc-a/worker1: worker 1 of dc-a (2 workers)"), std::string::npos) << worker.output;
+  struct Case {
+    std::string args, expect;
+  } bad[] = {
+      {"train geo.yaml --party dc-c --rank 0", "unknown data centre 'dc-c'"},
+      {"train geo.yaml --party dc-b --rank 1", "--rank 1: dc-b has one worker"},
+      {"serve --role sever geo.yaml --party dc-a", "did you mean 'server'"},
+      {"serve --role worker geo.yaml", "geomx train geo.yaml --party P --rank N"},
+      {"serve --role global-server geo.yaml --party dc-a", "central party"},
+      {"train --resume somewhere --party dc-a", "--resume"},
+  };
+  for (const Case& c : bad) {
+    auto r = RunGeomx(c.args, dir.path());
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
+  }
 }
 
 TEST(CliTest, BadInputExits2AndLeavesNoRunFolder) {

@@ -62,6 +62,7 @@ optimizer:
   beta2: 0.99
   rho: 0.95
   eps: 1e-6
+  where: worker
   schedule:
     name: cosine
     step_epochs: 2
@@ -77,7 +78,38 @@ training:
   stop_at_target: true
   checkpoint_every: 1000
   log_every: 10
+topology:
+  central:
+    host: 10.0.0.1
+    global_servers: 2
+    scheduler_port: 9000
+  datacentres:
+    - name: east
+      host: 10.0.1.1
+      workers: 4
+      servers: 2
+      scheduler_port: 9001
+    - {name: west, host: 10.0.2.1, workers: 3, servers: 3, scheduler_port: 9002}
+  split_bytes: 4096
+  links:
+    wan: {bandwidth: 50mbit, latency: 25ms}
+    lan: {bandwidth: 10gbit, latency: 100us}
+  timeouts:
+    rendezvous: 90s
+    request: 5min
+    heartbeat_interval: 5s
+    heartbeat_timeout: 1min
 )";
+
+// The smallest valid topology: one data centre, everything else default.
+constexpr char kTopologyBase[] = "topology:\n  datacentres:\n    - {name: dc-a}\n";
+
+// A recipe with one default item in each list of mappings: the reference for item keys' defaults.
+Recipe DefaultsWithItems() {
+  Recipe r;
+  r.topology.datacentres.resize(1);
+  return r;
+}
 
 Recipe MustParse(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
   Result<Recipe> r = ParseRecipe(yaml, "r.yaml", overrides);
@@ -101,7 +133,13 @@ TEST(RecipeTest, EmptyRecipeIsAllDefaults) {
   Recipe r = MustParse("");
   Recipe d;
   EXPECT_EQ(r.source, "r.yaml");
-  for (const RecipeKey& key : RecipeKeys()) EXPECT_EQ(RecipeValueText(key, r), RecipeValueText(key, d)) << key.path;
+  for (const RecipeKey& key : RecipeKeys()) {
+    if (!IsRecipeItemKey(key)) {
+      EXPECT_EQ(RecipeValueText(key, r), RecipeValueText(key, d)) << key.path;
+    }
+  }
+  EXPECT_FALSE(r.has_topology);
+  EXPECT_EQ(r.optimizer_where, "global-server");
   EXPECT_EQ(r.name, "run");
   EXPECT_EQ(r.model.name, "geomx-cnn");
   EXPECT_EQ(r.data.batch_size, 32);
@@ -163,31 +201,65 @@ TEST(RecipeTest, ParsesEveryKey) {
   EXPECT_TRUE(r.training.stop_at_target);
   EXPECT_EQ(r.training.checkpoint_every, 1000);
   EXPECT_EQ(r.training.log_every, 10);
+  EXPECT_EQ(r.optimizer_where, "worker");
+  ASSERT_TRUE(r.has_topology);
+  const comm::Topology& t = r.topology;
+  EXPECT_EQ(t.central_host, "10.0.0.1");
+  EXPECT_EQ(t.global_servers, 2);
+  EXPECT_EQ(t.global_scheduler_port, 9000);
+  ASSERT_EQ(t.datacentres.size(), 2u);
+  EXPECT_EQ(t.datacentres[0].name, "east");
+  EXPECT_EQ(t.datacentres[0].host, "10.0.1.1");
+  EXPECT_EQ(t.datacentres[0].workers, 4);
+  EXPECT_EQ(t.datacentres[0].servers, 2);
+  EXPECT_EQ(t.datacentres[0].scheduler_port, 9001);
+  EXPECT_EQ(t.datacentres[1].name, "west");
+  EXPECT_EQ(t.datacentres[1].workers, 3);
+  EXPECT_EQ(t.datacentres[1].scheduler_port, 9002);
+  EXPECT_EQ(t.total_workers(), 7);
+  EXPECT_EQ(t.options.split_bytes, 4096);
+  EXPECT_EQ(t.options.wan.bandwidth_bps, 50e6);
+  EXPECT_DOUBLE_EQ(t.options.wan.latency_s, 0.025);
+  EXPECT_EQ(t.options.lan.bandwidth_bps, 10e9);
+  EXPECT_DOUBLE_EQ(t.options.lan.latency_s, 100e-6);
+  EXPECT_EQ(t.options.rendezvous_timeout_ms, 90000);
+  EXPECT_EQ(t.options.request_timeout_ms, 300000);
+  EXPECT_EQ(t.options.heartbeat_interval_ms, 5000);
+  EXPECT_EQ(t.options.heartbeat_timeout_ms, 60000);
 }
 
 // kFullRecipe really exercises every key of the schema (so the round trip below covers them all).
 TEST(RecipeTest, FullRecipeSetsEverySchemaKey) {
   Recipe full = MustParse(kFullRecipe);
-  Recipe defaults;
+  Recipe defaults = DefaultsWithItems();
   for (const RecipeKey& key : RecipeKeys()) {
-    EXPECT_NE(RecipeValueText(key, full), RecipeValueText(key, defaults)) << key.path;
+    for (size_t i = 0; i < (IsRecipeItemKey(key) ? 2u : 1u); ++i) {
+      EXPECT_NE(RecipeValueText(key, full, i), RecipeValueText(key, defaults, 0)) << key.path << " item " << i;
+    }
   }
 }
 
-// Each key writes its own field: setting one key changes that key's value and no other.
+// Each key writes its own field: setting one key changes that key's value and no other. Topology keys are set on
+// top of the smallest topology (item keys of its first data centre, with --set LIST[0].key=value).
 TEST(RecipeTest, EachKeySetsOnlyItsOwnField) {
   Recipe full = MustParse(kFullRecipe);
-  Recipe defaults;
   for (const RecipeKey& key : RecipeKeys()) {
-    std::vector<std::string> flags = {std::string(key.path) + "=" + RecipeValueText(key, full)};
+    const std::string base_yaml = IsTopologyPath(key.path) ? kTopologyBase : "";
+    Recipe base = MustParse(base_yaml);
+    const std::string path = IsRecipeItemKey(key) ? RecipeItemPath(key, 0) : std::string(key.path);
+    std::vector<std::string> flags = {path + "=" + RecipeValueText(key, full)};
     std::string companion;  // keys that are only valid together with another one
     if (key.path == "data.name") companion = "data.path";
     if (key.path == "training.stop_at_target") companion = "training.target_accuracy";
     if (!companion.empty()) flags.push_back(companion + "=" + RecipeValueText(*FindRecipeKey(companion), full));
-    Recipe r = MustParse("", flags);
+    Recipe r = MustParse(base_yaml, flags);
     for (const RecipeKey& other : RecipeKeys()) {
       if (other.path == companion) continue;
-      const Recipe& expected = other.path == key.path ? full : defaults;
+      if (IsRecipeItemKey(key) && &RecipeListKeyOf(key) == &other) continue;  // the list holds the changed item
+      // Setting the whole list sets its items' keys too.
+      bool changed = other.path == key.path || (IsRecipeItemKey(other) && &RecipeListKeyOf(other) == &key);
+      const Recipe& expected = changed ? full : base;
+      if (IsRecipeItemKey(other) && RecipeListSize(RecipeListKeyOf(other), r) == 0) continue;  // no item to read
       EXPECT_EQ(RecipeValueText(other, r), RecipeValueText(other, expected))
           << "after --set " << flags[0] << ", key " << other.path;
     }
@@ -201,11 +273,20 @@ TEST(RecipeTest, RoundTripsThroughYaml) {
     Recipe second = MustParse(yaml);
     EXPECT_EQ(RecipeToYaml(second), yaml);
     for (const RecipeKey& key : RecipeKeys()) {
+      if (IsRecipeItemKey(key) && RecipeListSize(RecipeListKeyOf(key), first) == 0) continue;
       EXPECT_EQ(RecipeValueText(key, second), RecipeValueText(key, first)) << key.path;
     }
     EXPECT_EQ(second.data.test_path, first.data.test_path);
     EXPECT_EQ(second.optimizer.lr, first.optimizer.lr);  // bit-exact floats
     EXPECT_EQ(second.optimizer.eps, first.optimizer.eps);
+    EXPECT_EQ(second.has_topology, first.has_topology);
+    ASSERT_EQ(second.topology.datacentres.size(), first.topology.datacentres.size());
+    for (size_t i = 0; i < first.topology.datacentres.size(); ++i) {
+      EXPECT_EQ(second.topology.datacentres[i].name, first.topology.datacentres[i].name);
+      EXPECT_EQ(second.topology.datacentres[i].workers, first.topology.datacentres[i].workers);
+    }
+    EXPECT_EQ(second.topology.options.wan.latency_s, first.topology.options.wan.latency_s);  // bit-exact
+    EXPECT_EQ(second.topology.options.lan.latency_s, first.topology.options.lan.latency_s);
   }
 }
 
@@ -227,8 +308,10 @@ TEST(RecipeTest, ResolvedYamlListsEveryKeyInSchemaOrder) {
   EXPECT_NE(yaml.find("  batch_size: 64\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("optimizer:\n  name: adam\n  lr: 0.001\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("  schedule:\n    name: constant\n"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("topology"), std::string::npos) << "no topology section means single-process training";
   size_t last = 0;
   for (const RecipeKey& key : RecipeKeys()) {
+    if (IsTopologyPath(key.path)) continue;  // TopologyTest.ResolvedYamlPrintsTheDataCentresAsABlockList
     std::string leaf(key.path.substr(key.path.rfind('.') + 1));
     size_t at = yaml.find(" " + leaf + ": ", last);
     if (key.path.find('.') == std::string_view::npos) at = yaml.find("\n" + leaf + ": ", last);
@@ -364,19 +447,6 @@ TEST(RecipeTest, NameListsMatchTheRegistries) {
   }
 }
 
-TEST(RecipeTest, DistributedSectionsAreRefused) {
-  const std::string why = "distributed training is not available in this build yet (single-process training only); ";
-  EXPECT_EQ(
-      ErrorLines("name: x\ntopology:\n  central: {host: 127.0.0.1}\nsync: {mode: fsa}\n"
-                 "accelerators:\n  fp16: {}\noptimizer:\n  lr: 0.01\n  where: worker\n"),
-      Lines({"r.yaml:2:1: topology: " + why + "remove this section", "r.yaml:4:1: sync: " + why + "remove this section",
-             "r.yaml:5:1: accelerators: " + why + "remove this section",
-             "r.yaml:9:3: optimizer.where: " + why + "remove this key"}));
-  EXPECT_EQ(ErrorLines("", {"sync.mode=fsa", "optimizer.where=worker"}),
-            Lines({"--set sync.mode=fsa: sync: " + why + "remove this flag",
-                   "--set optimizer.where=worker: optimizer.where: " + why + "remove this flag"}));
-}
-
 TEST(RecipeTest, ReportsAllErrorsAtOnceInFileOrder) {
   const char* text =
       "name: ok\n"
@@ -408,7 +478,7 @@ TEST(RecipeTest, YamlSyntaxErrorsHaveAPosition) {
                    "--set data.batch_size=0: data.batch_size: must be >= 1, got 0"}));
   EXPECT_EQ(ErrorLines("- 1\n- 2\n"),
             Lines{"r.yaml:1:1: a recipe is a mapping of sections (name, seed, device, threads, model, data, "
-                  "optimizer, training), got a list"});
+                  "optimizer, training, topology), got a list"});
   EXPECT_EQ(ErrorLines("name: a\n---\nname: b\n"),
             Lines{"r.yaml:3:1: a recipe file holds one YAML document; remove the second '---' and what follows"});
 }
@@ -518,12 +588,19 @@ TEST(RecipeSchemaTest, TableIsWellFormed) {
     EXPECT_EQ(std::count(seen.begin(), seen.end(), key.path), 0) << "duplicate key " << key.path;
     seen.push_back(key.path);
     EXPECT_FALSE(key.help.empty()) << key.path;
-    EXPECT_FALSE(IsDistributedOnlyPath(key.path)) << key.path;
+    EXPECT_FALSE(IsNotYetAvailablePath(key.path)) << key.path;
     EXPECT_FALSE(IsRecipeSection(key.path)) << key.path;
+    if (IsRecipeItemKey(key)) {
+      EXPECT_EQ(KindOf(RecipeListKeyOf(key)), RecipeValueKind::kRecordList) << key.path;
+    }
   }
   EXPECT_TRUE(IsRecipeSection("optimizer.schedule"));
-  EXPECT_EQ(RecipeSectionChildren(""),
-            (std::vector<std::string>{"name", "seed", "device", "threads", "model", "data", "optimizer", "training"}));
+  EXPECT_EQ(RecipeSectionChildren(""), (std::vector<std::string>{"name", "seed", "device", "threads", "model", "data",
+                                                                 "optimizer", "training", "topology"}));
+  EXPECT_EQ(RecipeSectionChildren("topology"),
+            (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts"}));
+  EXPECT_EQ(RecipeSectionChildren("topology.datacentres[]"),
+            (std::vector<std::string>{"name", "host", "workers", "servers", "scheduler_port"}));
 }
 
 }  // namespace

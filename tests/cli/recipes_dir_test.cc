@@ -73,6 +73,40 @@ TEST(RecipesDirTest, ShippedRecipesSayWhatTheyPromise) {
 
   EXPECT_EQ(MustLoad("mnist_mlp").model.name, "mlp");
   EXPECT_EQ(MustLoad("cifar10_resnet20").model.name, "resnet20");
+  EXPECT_FALSE(quick.has_topology) << "the single-process quick start stays single-process";
+}
+
+// GEO-2x2 (docs/product.md §7) and the parameter-server quick start (`make run`): the same two data centres.
+TEST(RecipesDirTest, TopologyRecipesDescribeGeo2x2) {
+  for (const char* stem : {"geo2x2", "quickstart_2dc"}) {
+    SCOPED_TRACE(stem);
+    Recipe r = MustLoad(stem);
+    ASSERT_TRUE(r.has_topology);
+    EXPECT_EQ(r.model.name, "geomx-cnn");
+    EXPECT_EQ(r.data.name, "fashion-mnist");
+    EXPECT_EQ(r.device, "cpu");
+    EXPECT_EQ(r.optimizer_where, "global-server");
+    const comm::Topology& t = r.topology;
+    EXPECT_EQ(t.global_servers, 1);
+    ASSERT_EQ(t.datacentres.size(), 2u);
+    EXPECT_EQ(t.datacentres[0].name, "dc-a");
+    EXPECT_EQ(t.datacentres[1].name, "dc-b");
+    for (const comm::DataCentre& d : t.datacentres) {
+      EXPECT_EQ(d.workers, 2);
+      EXPECT_EQ(d.servers, 1);
+      EXPECT_EQ(d.scheduler_port, 0) << "one host: geomx train picks the ports";
+    }
+    EXPECT_EQ(t.global_scheduler_port, 0);
+    EXPECT_TRUE(t.Validate().ok());
+  }
+  Recipe geo = MustLoad("geo2x2");
+  EXPECT_EQ(geo.topology.options.wan.bandwidth_bps, 50e6);
+  EXPECT_DOUBLE_EQ(geo.topology.options.wan.latency_s, 0.025);
+  EXPECT_FLOAT_EQ(geo.training.target_accuracy, 0.85f);
+  Recipe quick = MustLoad("quickstart_2dc");
+  EXPECT_EQ(quick.topology.options.wan.bandwidth_bps, 0) << "the quick start does not shape the WAN";
+  EXPECT_EQ(quick.topology.options.wan.latency_s, 0);
+  EXPECT_LE(quick.training.epochs, 2) << "the quick start must stay quick";
 }
 
 TEST(RecipesDirTest, ReadmePointsToTheDocs) {
@@ -120,6 +154,19 @@ TEST(RecipesDocsTest, YamlExamplesAreValid) {
   EXPECT_GE(examples, 2);
 }
 
+// The recipe of the worked example in docs/deployment.md is valid (and has the three hosts it describes).
+TEST(RecipesDocsTest, DeploymentExampleIsValid) {
+  std::string docs = testing::ReadFile(testing::SourceDir() / "docs" / "deployment.md");
+  size_t at = docs.find("```yaml\n");
+  ASSERT_NE(at, std::string::npos);
+  size_t stop = docs.find("```", at + 8);
+  Result<Recipe> r = ParseRecipe(docs.substr(at + 8, stop - at - 8), "docs/deployment.md example");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->topology.datacentres.size(), 2u);
+  EXPECT_EQ(r->topology.central_host, "10.0.0.1");
+  EXPECT_EQ(r->topology.datacentres[1].host, "10.0.2.1");
+}
+
 std::vector<std::string> TextBlocks(const std::string& docs) {
   std::vector<std::string> blocks;
   for (size_t at = docs.find("```text\n"); at != std::string::npos; at = docs.find("```text\n", at + 1)) {
@@ -129,6 +176,19 @@ std::vector<std::string> TextBlocks(const std::string& docs) {
     blocks.push_back(docs.substr(start, stop - start));
   }
   return blocks;
+}
+
+// The topology error example of docs/recipes.md is what the parser really prints.
+TEST(RecipesDocsTest, TopologyErrorExampleIsCurrent) {
+  std::vector<std::string> blocks = TextBlocks(DocsText());
+  auto recipe = std::find_if(blocks.begin(), blocks.end(), [](const std::string& b) {
+    return b.rfind("topology:\n  central: {scheduler_port: 9000}\n", 0) == 0;
+  });
+  ASSERT_NE(recipe, blocks.end()) << "the topology error example is gone";
+  ASSERT_NE(recipe + 1, blocks.end());
+  Result<Recipe> r = ParseRecipe(*recipe, "geo.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message() + "\n", *(recipe + 1));
 }
 
 // The error example of docs/recipes.md is what the parser really prints.

@@ -1,0 +1,89 @@
+// Launcher: starts a set of child processes and supervises them until they are all gone. It is how
+// `geomx train RECIPE` runs every role of a topology on one host (cli/local_topology.h, docs/deployment.md).
+//
+//   - Output: each child's stdout and stderr go to one pipe; the launcher re-prints it line by line as
+//     "[name] line" through LauncherOptions::sink (whole lines only, never interleaved), and keeps each child's
+//     last `tail_lines` lines for error reports.
+//   - Failure: when a child exits non-zero or is killed by a signal, every other child gets SIGTERM, then SIGKILL
+//     after `grace_period_ms`; Wait returns kInternal naming the child, its exit status and its last lines.
+//   - Interrupt: when *interrupted turns true (Ctrl-C), every child gets SIGINT (workers checkpoint), then SIGTERM
+//     and SIGKILL, each after `grace_period_ms`; Wait returns kCancelled once all are gone.
+//   - No process is left behind: each child leads its own process group (so the terminal's Ctrl-C reaches only
+//     the launcher, which forwards it) and has PR_SET_PDEATHSIG(SIGKILL), so it dies with the launcher; every
+//     signal goes to the whole group; the destructor kills and reaps whatever is still running.
+//
+// Thread-safety: not thread-safe; one thread calls Start, Wait and the destructor. PR_SET_PDEATHSIG fires when
+// the *thread* that forked exits, so call Start from a thread that outlives the children (the main thread).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/base/status.h"
+
+namespace geomx::cli {
+
+struct ChildSpec {
+  std::string name;               // "dc-a/worker0": prefixes its output and names it in errors
+  std::vector<std::string> argv;  // argv[0] is the program (a path, or a name looked up in PATH)
+};
+
+struct LauncherOptions {
+  int grace_period_ms = 5000;  // between SIGINT/SIGTERM and the next, harder signal
+  int tail_lines = 20;         // last lines kept per child for error reports
+  // Receives each complete, prefixed line ("[dc-a/worker0] loss 0.31", no newline). Default: stdout, flushed per
+  // line. Called on the thread that calls Wait.
+  std::function<void(std::string_view line)> sink;
+};
+
+class Launcher {
+ public:
+  explicit Launcher(LauncherOptions options = {});
+  ~Launcher();  // SIGKILLs the process group of every child still running and reaps it
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  // Forks and executes every child. A child that cannot be executed exits 127 with the reason as its output
+  // (reported by Wait). Fails (kInvalidArgument) on an empty or duplicate name or an empty argv, and (kInternal)
+  // when pipes or fork fail; then the children already started are killed. Call once.
+  Status Start(std::vector<ChildSpec> children);
+
+  // Relays output until every child has exited; see the class comment for failure and interrupt handling.
+  // `interrupted` may be null. Returns OK when all exited 0.
+  Status Wait(const std::atomic<bool>* interrupted);
+
+  // The process ids of the children, in Start order (for tests and diagnostics).
+  std::vector<pid_t> pids() const;
+
+ private:
+  struct Child {
+    ChildSpec spec;
+    pid_t pid = -1;
+    int out_fd = -1;      // read end of the child's stdout+stderr pipe; -1 after EOF
+    std::string partial;  // bytes after the last newline
+    std::deque<std::string> tail;
+    bool running = false;
+    int wait_status = 0;  // from waitpid, once !running
+  };
+
+  bool PumpOutput();  // waits up to one poll period for output and relays it; false when no pipe is open
+  int ReapExited();   // reaps the children that exited; returns the first that failed, or -1
+  void Emit(Child& child, std::string_view line);
+  void Drain(Child& child, bool to_eof);  // reads what the pipe holds; on EOF flushes the partial line
+  void Reap(Child& child);                // after the child exited: kills its group's leftovers, waits
+  void SignalAll(int sig);
+  size_t RunningCount() const;
+  void KillAll();
+  static std::string DescribeExit(int wait_status);
+
+  LauncherOptions options_;
+  std::vector<Child> children_;
+};
+
+}  // namespace geomx::cli

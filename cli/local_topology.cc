@@ -1,0 +1,159 @@
+#include "cli/local_topology.h"
+
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+
+#include "cli/free_ports.h"
+#include "cli/recipe_units.h"
+#include "cli/role_command.h"
+#include "cli/run_dir.h"
+
+namespace geomx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kLoopback[] = "127.0.0.1";
+
+std::string ShellQuote(const std::string& arg) {
+  bool plain = !arg.empty();
+  for (char c : arg) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("_-./=:,@%+").find(c) == std::string::npos) {
+      plain = false;
+    }
+  }
+  if (plain) return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+Result<std::string> ThisExecutable() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return Status::Internal("cannot find this executable (/proc/self/exe): " + ec.message());
+  return exe.string();
+}
+
+std::string LinkText(const comm::LinkOptions& link) {
+  if (link.bandwidth_bps == 0 && link.latency_s == 0) return "not shaped";
+  return (link.bandwidth_bps == 0 ? std::string("unlimited") : BandwidthText(link.bandwidth_bps)) + ", " +
+         DurationSecondsText(link.latency_s) + " one way";
+}
+
+}  // namespace
+
+Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recipe& recipe, const std::string& exe) {
+  if (!recipe.has_topology) return Status::InvalidArgument("the recipe has no topology section");
+  const comm::Topology& t = recipe.topology;
+
+  // Scheduler ports: the recipe's, or free loopback ports for those left at 0.
+  int zeros = t.global_scheduler_port == 0 ? 1 : 0;
+  for (const comm::DataCentre& d : t.datacentres) zeros += d.scheduler_port == 0 ? 1 : 0;
+  GEOMX_ASSIGN_OR_RETURN(std::vector<int> free_ports, PickFreePorts(kLoopback, zeros));
+  size_t next_free = 0;
+  auto port_or_free = [&](int port) { return port != 0 ? port : free_ports[next_free++]; };
+  const int global_port = port_or_free(t.global_scheduler_port);
+  std::vector<int> dc_ports;
+  for (const comm::DataCentre& d : t.datacentres) dc_ports.push_back(port_or_free(d.scheduler_port));
+
+  LocalTopologyPlan plan;
+  plan.run_dir = !flags.resume.empty() ? flags.resume
+                 : !flags.out.empty()  ? flags.out
+                                       : RunDir::DefaultPath("runs", recipe.name).string();
+
+  // What every process is told on top of the recipe file: the user's overrides, then loopback hosts and the ports.
+  std::vector<std::string> common;
+  for (const std::string& s : flags.sets) common.insert(common.end(), {"--set", s});
+  if (t.central_host != kLoopback) {
+    common.insert(common.end(), {"--set", "topology.central.host=" + std::string(kLoopback)});
+  }
+  common.insert(common.end(), {"--set", "topology.central.scheduler_port=" + std::to_string(global_port)});
+  for (size_t i = 0; i < t.datacentres.size(); ++i) {
+    const std::string item = "topology.datacentres[" + std::to_string(i) + "].";
+    if (t.datacentres[i].host != kLoopback) common.insert(common.end(), {"--set", item + "host=" + kLoopback});
+    common.insert(common.end(), {"--set", item + "scheduler_port=" + std::to_string(dc_ports[i])});
+  }
+  common.insert(common.end(), {"--out", plan.run_dir});
+
+  // The recipe file the processes read: the one given (or, resuming, the run's recipe.yaml).
+  const std::string recipe_path = recipe.source;
+  auto add = [&](RoleSpec::Kind kind, const std::string& party, int rank, const std::string& listens) {
+    PlannedProcess p;
+    p.spec = RoleSpec{.kind = kind, .party = party, .rank = rank, .out_dir = plan.run_dir};
+    p.name = ProcessName(p.spec);
+    p.listens = listens;
+    p.argv = {exe};
+    if (kind == RoleSpec::Kind::kWorker) {
+      p.argv.insert(p.argv.end(), {"train", recipe_path});
+    } else {
+      p.argv.insert(p.argv.end(), {"serve", "--role", RoleName(kind), recipe_path});
+    }
+    if (party != "central") p.argv.insert(p.argv.end(), {"--party", party});
+    if (kind == RoleSpec::Kind::kGlobalServer || kind == RoleSpec::Kind::kServer || kind == RoleSpec::Kind::kWorker) {
+      p.argv.insert(p.argv.end(), {"--rank", std::to_string(rank)});
+    }
+    p.argv.insert(p.argv.end(), common.begin(), common.end());
+    plan.processes.push_back(std::move(p));
+  };
+  const std::string at = std::string(kLoopback) + ":";
+  add(RoleSpec::Kind::kGlobalScheduler, "central", 0, at + std::to_string(global_port));
+  for (int r = 0; r < t.global_servers; ++r) add(RoleSpec::Kind::kGlobalServer, "central", r, "");
+  for (size_t i = 0; i < t.datacentres.size(); ++i) {
+    const comm::DataCentre& d = t.datacentres[i];
+    add(RoleSpec::Kind::kScheduler, d.name, 0, at + std::to_string(dc_ports[i]));
+    for (int r = 0; r < d.servers; ++r) add(RoleSpec::Kind::kServer, d.name, r, "");
+    for (int r = 0; r < d.workers; ++r) add(RoleSpec::Kind::kWorker, d.name, r, "");
+  }
+  add(RoleSpec::Kind::kMasterWorker, "central", 0, "");
+  return plan;
+}
+
+std::string FormatLocalTopologyPlan(const LocalTopologyPlan& plan, const Recipe& recipe) {
+  std::string out = "processes: " + std::to_string(plan.processes.size()) +
+                    " on this machine (loopback), each its own process; output prefixed with [name]\n";
+  for (const PlannedProcess& p : plan.processes) {
+    out += "  " + p.name + "  (" + RoleName(p.spec.kind) + ", listens on " +
+           (p.listens.empty() ? std::string("an ephemeral port, registered with its scheduler") : p.listens) + ")\n";
+    out += "   ";
+    for (const std::string& arg : p.argv) {
+      out += ' ';
+      out += ShellQuote(arg);
+    }
+    out += '\n';
+  }
+  out += "run folder: " + plan.run_dir + "\n";
+  out += "links: wan " + LinkText(recipe.topology.options.wan) + ", lan " + LinkText(recipe.topology.options.lan) +
+         " (emulated in-process)\n";
+  out += "(ports the recipe leaves at 0 are free ports picked for this plan; a real run picks them again)\n";
+  return out;
+}
+
+std::vector<ChildSpec> ChildSpecsOf(const LocalTopologyPlan& plan) {
+  std::vector<ChildSpec> specs;
+  for (const PlannedProcess& p : plan.processes) specs.push_back({p.name, p.argv});
+  return specs;
+}
+
+Status PrintLocalTopologyPlan(const TrainFlags& flags, const Recipe& recipe) {
+  GEOMX_ASSIGN_OR_RETURN(std::string exe, ThisExecutable());
+  GEOMX_ASSIGN_OR_RETURN(LocalTopologyPlan plan, PlanLocalTopology(flags, recipe, exe));
+  std::printf("%s", FormatLocalTopologyPlan(plan, recipe).c_str());
+  return Status::Ok();
+}
+
+Status RunLocalTopology(const TrainFlags& flags, const Recipe& recipe, const std::atomic<bool>* interrupted) {
+  GEOMX_ASSIGN_OR_RETURN(std::string exe, ThisExecutable());
+  GEOMX_ASSIGN_OR_RETURN(LocalTopologyPlan plan, PlanLocalTopology(flags, recipe, exe));
+  std::printf("geomx: starting %zu processes of %s (run folder %s)\n", plan.processes.size(), recipe.name.c_str(),
+              plan.run_dir.c_str());
+  std::fflush(stdout);
+  Launcher launcher;
+  GEOMX_RETURN_IF_ERROR(launcher.Start(ChildSpecsOf(plan)));
+  return launcher.Wait(interrupted);
+}
+
+}  // namespace geomx::cli

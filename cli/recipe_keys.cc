@@ -1,0 +1,288 @@
+// The table of every recipe key (declared in cli/recipe_schema.h): one row per key, in the order RecipeToYaml
+// prints them. Adding a key is adding a row here (docs/recipes.md, "Adding a key").
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <string_view>
+
+#include "cli/recipe_schema.h"
+
+namespace geomx::cli {
+namespace {
+
+// ---- range helpers for the table ----
+RecipeRange AtLeast(double v) { return {.has_min = true, .min = v}; }
+RecipeRange Above(double v) { return {.has_min = true, .min = v, .min_open = true}; }
+RecipeRange Between(double lo, bool lo_open, double hi, bool hi_open) {
+  return {.has_min = true, .min = lo, .min_open = lo_open, .has_max = true, .max = hi, .max_open = hi_open};
+}
+const RecipeRange kUnitOpenAbove = Between(0, false, 1, true);  // [0, 1)
+
+// ---- extra syntax checks ----
+std::string Quoted(std::string_view v) {
+  std::string out(1, '\'');  // appended: GCC 12 warns falsely (-Wrestrict) on "'" + std::string(v)
+  out.append(v);
+  out += '\'';
+  return out;
+}
+
+std::string CheckRunName(std::string_view v) {
+  if (v.empty()) return "must not be empty";
+  for (char c : v) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return Quoted(v) + " may only contain letters, digits, '.', '_' and '-' (it names the run folder)";
+    }
+  }
+  return "";
+}
+
+std::string CheckDevice(std::string_view v) {
+  if (v == "cpu" || v == "cuda" || v == "auto") return "";
+  if (v.substr(0, 5) == "cuda:" && v.size() > 5 && v.size() <= 8 &&
+      std::all_of(v.begin() + 5, v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    return "";
+  }
+  return "unknown device '" + std::string(v) + "' (allowed: cpu, cuda, cuda:N, auto)";
+}
+
+std::string CheckNonEmpty(std::string_view v) { return v.empty() ? "must not be empty" : ""; }
+
+// A data centre's name is its --party on the command line and part of every process name ("dc-a/worker0").
+std::string CheckPartyName(std::string_view v) {
+  if (v.empty()) return "must not be empty";
+  for (char c : v) {
+    if (!std::islower(static_cast<unsigned char>(c)) && !std::isdigit(static_cast<unsigned char>(c)) && c != '-') {
+      return Quoted(v) + " may only contain lower-case letters, digits and '-' (it is the --party name)";
+    }
+  }
+  if (v == "central") return "'central' names the central party (global scheduler and servers); pick another name";
+  return "";
+}
+
+// A host name or address: no spaces, no scheme, no port (ports are separate keys).
+std::string CheckHost(std::string_view v) {
+  if (v.empty()) return "must not be empty";
+  for (char c : v) {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '/') {
+      return Quoted(v) + " is not a host name or address";
+    }
+  }
+  size_t colon = v.find(':');
+  if (colon != std::string_view::npos && v.find(':', colon + 1) == std::string_view::npos) {
+    return Quoted(v) + ": give the port in its own key (scheduler_port), not in the host";
+  }
+  return "";
+}
+
+constexpr RecipeRange kPort = {.has_min = true, .min = 0, .has_max = true, .max = 65535};
+
+// One key per row reads as a table; clang-format would give every field its own line.
+// clang-format off
+std::vector<RecipeKey> BuildTable() {
+  using R = Recipe&;
+  using F = RecipeField;
+  return {
+      {.path = "name", .field = [](R r) -> F { return &r.name; }, .help = "Run name; names the run folder.",
+       .allowed_doc = "letters, digits, `.`, `_`, `-`", .check = CheckRunName},
+      {.path = "seed", .field = [](R r) -> F { return &r.seed; },
+       .help = "Seed of every random choice (weights, shuffling, augmentation, synthetic data).",
+       .allowed_doc = "0 .. 2^64-1"},
+      {.path = "device", .field = [](R r) -> F { return &r.device; },
+       .help = "Where to compute. `auto` picks the first GPU when there is one, else the CPU.",
+       .allowed_doc = "cpu, cuda, cuda:N, auto", .check = CheckDevice},
+      {.path = "threads", .field = [](R r) -> F { return &r.threads; }, .range = AtLeast(0),
+       .help = "Compute threads; 0 = all cores."},
+
+      {.path = "model.name", .field = [](R r) -> F { return &r.model.name; },
+       .allowed = {"geomx-cnn", "mlp", "lenet5", "resnet20"}, .noun = "model", .help = "The network."},
+      {.path = "model.hidden", .field = [](R r) -> F { return &r.model.hidden; }, .range = AtLeast(1),
+       .help = "mlp: hidden layer widths ([] = a linear model)."},
+      {.path = "model.activation", .field = [](R r) -> F { return &r.model.activation; },
+       .allowed = {"relu", "tanh", "sigmoid", "gelu"}, .noun = "activation",
+       .help = "mlp: activation after each hidden layer."},
+      {.path = "model.dropout", .field = [](R r) -> F { return &r.model.dropout; }, .range = kUnitOpenAbove,
+       .help = "mlp: dropout probability after each hidden layer."},
+      {.path = "model.init", .field = [](R r) -> F { return &r.model.init; }, .allowed = {"kaiming", "xavier"},
+       .noun = "init", .help = "Weight initialisation of conv and linear layers."},
+
+      {.path = "data.name", .field = [](R r) -> F { return &r.data.name; },
+       .allowed = {"mnist", "fashion-mnist", "cifar10", "csv", "libsvm", "image-folder", "synthetic"},
+       .noun = "dataset", .help = "The dataset (its format)."},
+      {.path = "data.path", .field = [](R r) -> F { return &r.data.path; },
+       .help = "Directory of the dataset (idx, cifar10; image-folder: holding train/ and test/), or `auto` "
+       "(well-known places such as /usr/share/datasets/<name>). csv, libsvm: the training file.",
+       .allowed_doc = "a path or `auto`", .check = CheckNonEmpty},
+      {.path = "data.test_path", .field = [](R r) -> F { return &r.data.test_path; },
+       .help = "csv, libsvm: the test file; empty = split `test_fraction` off the training file.",
+       .allowed_doc = "a path, or empty"},
+      {.path = "data.test_fraction", .field = [](R r) -> F { return &r.data.test_fraction; },
+       .range = Between(0, true, 1, true), .help = "csv, libsvm without test_path: share held out for testing."},
+      {.path = "data.batch_size", .field = [](R r) -> F { return &r.data.batch_size; }, .range = AtLeast(1),
+       .help = "Examples per training step."},
+      {.path = "data.partition", .field = [](R r) -> F {
+       return PartitionField{&r.data.partition, &r.data.dirichlet_alpha}; },
+       .help = "How the training set is split across workers: at random (iid), by label (each worker sees "
+       "few classes), or with label proportions drawn from Dirichlet(ALPHA) (smaller = more skewed). "
+       "No effect with one worker.", .allowed_doc = "iid, by-class, dirichlet(ALPHA) with ALPHA > 0"},
+      {.path = "data.shuffle", .field = [](R r) -> F { return &r.data.shuffle; },
+       .help = "Reshuffle the training set every epoch."},
+      {.path = "data.prefetch", .field = [](R r) -> F { return &r.data.prefetch; }, .range = AtLeast(0),
+       .help = "Batches prepared ahead by the loader thread; 0 = no loader thread."},
+      {.path = "data.normalize", .field = [](R r) -> F { return &r.data.normalize; },
+       .help = "Images: (x/255 - mean)/std with the dataset's constants."},
+      {.path = "data.augment", .field = [](R r) -> F { return &r.data.augment; },
+       .help = "Images: random crop (pad 4 for cifar10, 2 otherwise) and horizontal flip while training."},
+      {.path = "data.label_column", .field = [](R r) -> F { return &r.data.label_column; }, .range = AtLeast(-1),
+       .help = "csv: index of the label column; -1 = the last column."},
+      {.path = "data.header", .field = [](R r) -> F { return &r.data.header; },
+       .help = "csv: the first row is a header."},
+      {.path = "data.num_features", .field = [](R r) -> F { return &r.data.num_features; }, .range = AtLeast(0),
+       .help = "libsvm: number of features; 0 = the largest feature index seen (indices are 1-based)."},
+      {.path = "data.image_height", .field = [](R r) -> F { return &r.data.image_height; },
+       .range = Between(1, false, 4096, false), .help = "image-folder: images are resized to this height."},
+      {.path = "data.image_width", .field = [](R r) -> F { return &r.data.image_width; },
+       .range = Between(1, false, 4096, false), .help = "image-folder: images are resized to this width."},
+      {.path = "data.image_channels", .field = [](R r) -> F { return &r.data.image_channels; },
+       .range = Between(1, false, 3, false), .help = "image-folder: 1 = grayscale, 3 = colour."},
+      {.path = "data.synthetic_train", .field = [](R r) -> F { return &r.data.synthetic_train; },
+       .range = AtLeast(1), .help = "synthetic: training examples (deterministic Gaussian blobs)."},
+      {.path = "data.synthetic_test", .field = [](R r) -> F { return &r.data.synthetic_test; }, .range = AtLeast(1),
+       .help = "synthetic: test examples."},
+      {.path = "data.synthetic_classes", .field = [](R r) -> F { return &r.data.synthetic_classes; },
+       .range = AtLeast(2), .help = "synthetic: number of classes."},
+      {.path = "data.synthetic_shape", .field = [](R r) -> F { return &r.data.synthetic_shape; },
+       .range = AtLeast(1), .help = "synthetic: shape of one example, e.g. [1, 8, 8] (CHW) or [64].",
+       .min_items = 1, .max_items = 3},
+      {.path = "data.synthetic_seed", .field = [](R r) -> F { return &r.data.synthetic_seed; },
+       .help = "synthetic: seed of the class centres and examples (the same seed gives the same data; "
+       "independent of `seed`).", .allowed_doc = "0 .. 2^64-1"},
+
+      {.path = "optimizer.name", .field = [](R r) -> F { return &r.optimizer.name; },
+       .allowed = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam", "adamw"},
+       .noun = "optimizer", .help = "The update rule."},
+      {.path = "optimizer.lr", .field = [](R r) -> F { return &r.optimizer.lr; }, .range = Above(0),
+       .help = "Base learning rate (see optimizer.schedule)."},
+      {.path = "optimizer.weight_decay", .field = [](R r) -> F { return &r.optimizer.weight_decay; },
+       .range = AtLeast(0), .help = "L2 penalty; decoupled weight decay for adamw."},
+      {.path = "optimizer.momentum", .field = [](R r) -> F { return &r.optimizer.momentum; },
+       .range = kUnitOpenAbove, .help = "momentum, nesterov: momentum factor."},
+      {.path = "optimizer.beta1", .field = [](R r) -> F { return &r.optimizer.beta1; }, .range = kUnitOpenAbove,
+       .help = "adam, adamw: decay of the first moment."},
+      {.path = "optimizer.beta2", .field = [](R r) -> F { return &r.optimizer.beta2; }, .range = kUnitOpenAbove,
+       .help = "adam, adamw: decay of the second moment."},
+      {.path = "optimizer.rho", .field = [](R r) -> F { return &r.optimizer.rho; }, .range = kUnitOpenAbove,
+       .help = "rmsprop, adadelta: decay of the squared-gradient average."},
+      {.path = "optimizer.eps", .field = [](R r) -> F { return &r.optimizer.eps; }, .range = Above(0),
+       .help = "Added to denominators for numerical stability."},
+
+      {.path = "optimizer.where", .field = [](R r) -> F { return &r.optimizer_where; },
+       .allowed = {"global-server", "worker"}, .noun = "placement",
+       .help = "With a topology: where the update rule runs. global-server: the global servers update the "
+       "model and workers pull weights; worker: every worker applies the aggregated gradients itself."},
+      {.path = "optimizer.schedule.name", .field = [](R r) -> F { return &r.lr_schedule.name; },
+       .allowed = {"constant", "step", "cosine"}, .noun = "schedule",
+       .help = "Learning-rate schedule: constant, step decay, or cosine decay to min_lr over the run."},
+      {.path = "optimizer.schedule.step_epochs", .field = [](R r) -> F { return &r.lr_schedule.step_epochs; },
+       .range = AtLeast(1), .help = "step: multiply the lr by gamma every this many epochs."},
+      {.path = "optimizer.schedule.gamma", .field = [](R r) -> F { return &r.lr_schedule.gamma; },
+       .range = Between(0, true, 1, false), .help = "step: decay factor."},
+      {.path = "optimizer.schedule.min_lr", .field = [](R r) -> F { return &r.lr_schedule.min_lr; },
+       .range = AtLeast(0), .help = "cosine: final learning rate (at most optimizer.lr)."},
+      {.path = "optimizer.schedule.warmup_iterations",
+       .field = [](R r) -> F { return &r.lr_schedule.warmup_iterations; }, .range = AtLeast(0),
+       .help = "Linear warm-up from 0 over this many iterations (any schedule)."},
+
+      {.path = "training.epochs", .field = [](R r) -> F { return &r.training.epochs; }, .range = AtLeast(1),
+       .help = "Passes over the training set."},
+      {.path = "training.max_iterations", .field = [](R r) -> F { return &r.training.max_iterations; },
+       .range = AtLeast(0), .help = "Stop after this many iterations in total; 0 = no limit."},
+      {.path = "training.eval_every", .field = [](R r) -> F { return &r.training.eval_every; }, .range = AtLeast(0),
+       .help = "Also evaluate every N iterations; 0 = at epoch ends only."},
+      {.path = "training.eval_limit", .field = [](R r) -> F { return &r.training.eval_limit; }, .range = AtLeast(0),
+       .help = "Intermediate evaluations use at most N test examples; 0 = all."},
+      {.path = "training.target_accuracy", .field = [](R r) -> F { return &r.training.target_accuracy; },
+       .range = Between(0, false, 1, false),
+       .help = "Records the time to reach this test accuracy; 0 = none. Training continues."},
+      {.path = "training.stop_at_target", .field = [](R r) -> F { return &r.training.stop_at_target; },
+       .help = "Stop as soon as target_accuracy is reached (needs target_accuracy > 0)."},
+      {.path = "training.checkpoint_every", .field = [](R r) -> F { return &r.training.checkpoint_every; },
+       .range = AtLeast(0), .help = "Also checkpoint every N iterations; 0 = at epoch ends only."},
+      {.path = "training.log_every", .field = [](R r) -> F { return &r.training.log_every; }, .range = AtLeast(1),
+       .help = "A progress line every N iterations when stdout is not a terminal."},
+
+      // The parameter-server hierarchy (comm::Topology). Printed, and meaningful, only when the recipe has it.
+      {.path = "topology.central.host", .field = [](R r) -> F { return &r.topology.central_host; },
+       .help = "Host of the central party: global scheduler, global servers, master worker.",
+       .allowed_doc = "a host name or address", .check = CheckHost},
+      {.path = "topology.central.global_servers", .field = [](R r) -> F { return &r.topology.global_servers; },
+       .range = Between(1, false, 1024, false),
+       .help = "Global servers; several split the model's keys evenly by bytes (MultiGPS)."},
+      {.path = "topology.central.scheduler_port",
+       .field = [](R r) -> F { return &r.topology.global_scheduler_port; }, .range = kPort,
+       .help = "Port of the global scheduler; 0 = a free port picked by `geomx train` (one host only)."},
+      {.path = "topology.datacentres", .field = [](R r) -> F { return &r.topology.datacentres; },
+       .help = "The data centres, each a mapping with the keys of `topology.datacentres[]` below.",
+       .allowed_doc = "at least 1 item; names unique"},
+      {.path = "topology.split_bytes", .field = [](R r) -> F { return &r.topology.options.split_bytes; },
+       .range = AtLeast(1), .help = "A tensor larger than this many bytes is split over several global servers."},
+      {.path = "topology.datacentres[].name",
+       .item_field = [](R r, size_t i) -> F { return &r.topology.datacentres[i].name; },
+       .help = "Name of the data centre: the --party of its processes. Required.",
+       .allowed_doc = "lower-case letters, digits, `-`; not `central`", .check = CheckPartyName},
+      {.path = "topology.datacentres[].host",
+       .item_field = [](R r, size_t i) -> F { return &r.topology.datacentres[i].host; },
+       .help = "Host of the data centre's scheduler.", .allowed_doc = "a host name or address",
+       .check = CheckHost},
+      {.path = "topology.datacentres[].workers",
+       .item_field = [](R r, size_t i) -> F { return &r.topology.datacentres[i].workers; },
+       .range = Between(1, false, 4096, false), .help = "Workers (training processes) of the data centre."},
+      {.path = "topology.datacentres[].servers",
+       .item_field = [](R r, size_t i) -> F { return &r.topology.datacentres[i].servers; },
+       .range = Between(1, false, 1024, false),
+       .help = "Local servers: aggregate the data centre's workers, talk to the global servers."},
+      {.path = "topology.datacentres[].scheduler_port",
+       .item_field = [](R r, size_t i) -> F { return &r.topology.datacentres[i].scheduler_port; },
+       .range = kPort, .help = "Port of the data centre's scheduler; 0 = a free port picked by `geomx train`."},
+      {.path = "topology.links.wan.bandwidth",
+       .field = [](R r) -> F { return BandwidthField{&r.topology.options.wan.bandwidth_bps}; },
+       .help = "Emulated bandwidth of each link between parties, in bits/s; 0 = unlimited.",
+       .allowed_doc = "0, or N with bit, kbit, mbit, gbit (e.g. `50mbit`)"},
+      {.path = "topology.links.wan.latency",
+       .field = [](R r) -> F { return DurationField{.seconds = &r.topology.options.wan.latency_s}; },
+       .help = "Emulated one-way delay of each link between parties.",
+       .allowed_doc = "0, or N with us, ms, s (e.g. `25ms`)"},
+      {.path = "topology.links.lan.bandwidth",
+       .field = [](R r) -> F { return BandwidthField{&r.topology.options.lan.bandwidth_bps}; },
+       .help = "Emulated bandwidth of each link inside a party; 0 = unlimited.",
+       .allowed_doc = "0, or N with bit, kbit, mbit, gbit"},
+      {.path = "topology.links.lan.latency",
+       .field = [](R r) -> F { return DurationField{.seconds = &r.topology.options.lan.latency_s}; },
+       .help = "Emulated one-way delay of each link inside a party.", .allowed_doc = "0, or N with us, ms, s"},
+      {.path = "topology.timeouts.rendezvous",
+       .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.rendezvous_timeout_ms}; },
+       .range = Above(0), .help = "A tier not complete by then fails, naming the nodes that are missing.",
+       .allowed_doc = "> 0, whole ms (e.g. `60s`)"},
+      {.path = "topology.timeouts.request",
+       .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.request_timeout_ms}; },
+       .range = Above(0), .help = "A request without a reply by then fails, naming the peer and the key.",
+       .allowed_doc = "> 0, whole ms"},
+      {.path = "topology.timeouts.heartbeat_interval",
+       .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.heartbeat_interval_ms}; },
+       .help = "Every node tells its scheduler it is alive this often; 0 = no heartbeats.",
+       .allowed_doc = ">= 0, whole ms"},
+      {.path = "topology.timeouts.heartbeat_timeout",
+       .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.heartbeat_timeout_ms}; },
+       .range = Above(0), .help = "A node silent this long is reported dead (longer than heartbeat_interval).",
+       .allowed_doc = "> 0, whole ms"},
+  };
+}
+// clang-format on
+
+}  // namespace
+
+const std::vector<RecipeKey>& RecipeKeys() {
+  static const std::vector<RecipeKey> kKeys = BuildTable();
+  return kKeys;
+}
+
+}  // namespace geomx::cli
