@@ -3,7 +3,7 @@
 // completes, and its result until Wait() collects it.
 //
 //   int64_t ts = customer.NewRequest({{server_id, "server dc-a/server1 for key 7"}}, "push");
-//   ... receive thread: customer.AddResponse(ts, server_id, status, [&] { copy the values out });
+//   ... receive thread: customer.AddResponse(ts, server_id, status, [&](RequestContext*) { copy values out });
 //   Status s = customer.Wait(ts);   // OK, the first peer error, kDeadlineExceeded naming who did not answer,
 //                                   // or the Postoffice's health error (via Fail)
 //
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,6 +24,13 @@
 #include "engine/base/status.h"
 
 namespace geomx::comm {
+
+// Per-request state owned by the requester (e.g. where a KvWorker writes the values of a response); lives as long
+// as the request is pending.
+class RequestContext {
+ public:
+  virtual ~RequestContext() = default;
+};
 
 class Customer {
  public:
@@ -42,7 +50,9 @@ class Customer {
 
   // Starts a request that completes when every peer in `expected` has answered (immediately if empty).
   // `done`, when given, is called exactly once with the result and the result is not kept for Wait().
-  int64_t NewRequest(std::vector<Expected> expected, std::string description, Callback done = nullptr);
+  // `context` (optional) is handed to AddResponse's `apply` and destroyed when the request completes.
+  int64_t NewRequest(std::vector<Expected> expected, std::string description, Callback done = nullptr,
+                     std::shared_ptr<RequestContext> context = nullptr);
   // A request that is already complete with `status` (argument errors detected before anything was sent).
   int64_t NewFailedRequest(Status status, Callback done = nullptr);
 
@@ -50,7 +60,8 @@ class Customer {
   // response is the first one from that peer for a live request: a late response (after a timeout) or a duplicate
   // never touches caller memory. A non-OK status completes the request with that error. Returns false when the
   // response was dropped (unknown ts, unexpected or duplicate peer).
-  bool AddResponse(int64_t ts, int node_id, const Status& status, const std::function<Status()>& apply = nullptr);
+  bool AddResponse(int64_t ts, int node_id, const Status& status,
+                   const std::function<Status(RequestContext*)>& apply = nullptr);
 
   // Blocks until `ts` completes or its deadline passes. Collects (and forgets) the result; a second Wait on the
   // same ts, or a Wait on a request with a callback, returns kNotFound.
@@ -74,6 +85,7 @@ class Customer {
     int remaining = 0;
     std::string description;
     Callback done;
+    std::shared_ptr<RequestContext> context;
     Clock::time_point deadline;
   };
   // Completes `it` with `status`: erases it, stores the result or returns the callback to run. mu_ held.

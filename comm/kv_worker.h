@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -107,15 +108,15 @@ class KvWorker {
   struct Call;
   int64_t StartDense(Command command, std::span<const uint64_t> keys, std::span<const Bytes> values,
                      std::span<float* const> outs, int64_t round, std::function<void(Status)> done);
+  int64_t StartCall(std::shared_ptr<Call> call, std::map<int, Message> messages, const std::string& what,
+                    int64_t round, int num_merged, std::function<void(Status)> done);
   int64_t Fail(Status status, const std::function<void(Status)>& done);
   void OnMessage(Message&& msg);
 
   Postoffice* const po_;
   const int app_id_;
   const KeyLayout layout_;
-  Customer customer_;
-  std::mutex calls_mu_;
-  std::map<int64_t, std::shared_ptr<Call>> calls_;  // GUARDED_BY(calls_mu_): how to unpack responses of a ts
+  Customer customer_;  // each request's Call (where its responses go) is its RequestContext
 };
 
 }  // namespace geomx::comm

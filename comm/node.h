@@ -42,6 +42,10 @@ struct TierSpec {
   // Party hosting the scheduler. A node whose party differs talks to the scheduler over a WAN link.
   // Empty: the scheduler is in every node's party (LAN).
   std::string scheduler_party;
+  // Optional: the names the nodes of each rank are expected to have (e.g. "dc-a/worker1"), so that errors about
+  // a node that never registered can name it. Empty: such errors give role and rank only.
+  std::vector<std::string> server_names;
+  std::vector<std::string> worker_names;
 };
 
 // The id the scheduler gives to (role, rank) in a tier with `num_servers` servers.

@@ -112,32 +112,41 @@ class Postoffice {
 
   void ReceiveLoop();
   void TickerLoop();
+  void HandleMessage(Message&& msg);
   void HandleSchedulerMessage(Message&& msg);
   void HandleNodeTable(const Message& msg);
   void DispatchData(Message&& msg);
   void SetFatal(const Status& status);
-  Status SendToScheduler(Command cmd, int64_t ts, std::string body, bool request);
+  Status SendToScheduler(Command cmd, int64_t ts, std::string body);
+  // Waits on cv_ until `done()` (mu_ held), the tier failed, or `deadline`.
+  template <typename Pred>
+  bool WaitFor(std::unique_lock<std::mutex>& lock, Pred done, Clock::time_point deadline);
   void StopThreads();
 
   const TierSpec spec_;
-  NodeInfo self_;            // id/rank/endpoint written by Start before the table is published
-  Van* const van_;           // borrowed
-  std::vector<NodeInfo> nodes_;  // written once by the receive thread before `started_` flips; then immutable
+  NodeInfo self_;                // id/rank/endpoint written during Start, before have_table_ is published
+  Van* const van_;               // borrowed
+  std::vector<NodeInfo> nodes_;  // written once by the receive thread before have_table_ flips; then immutable
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool have_table_ = false;                    // GUARDED_BY(mu_)
   Status start_error_;                         // GUARDED_BY(mu_): refusal from the scheduler during Start
   Status fatal_;                               // GUARDED_BY(mu_): health()
-  std::map<int64_t, Status> barrier_done_;     // GUARDED_BY(mu_): barrier ts -> scheduler's answer
+  std::map<int64_t, Status> barrier_done_;     // GUARDED_BY(mu_): barrier ts -> the scheduler's answer
   int64_t next_barrier_ts_ = 0;                // GUARDED_BY(mu_)
   bool shutdown_released_ = false;             // GUARDED_BY(mu_)
   bool finalized_ = false;                     // GUARDED_BY(mu_)
-  std::set<Customer*> trackers_;               // GUARDED_BY(mu_)
   Clock::time_point last_scheduler_contact_;   // GUARDED_BY(mu_)
+
+  // Held while trackers are called (Fail, ExpireOverdue), so Detach waits for a call in progress.
+  std::mutex trackers_mu_;
+  std::set<Customer*> trackers_;               // GUARDED_BY(trackers_mu_)
 
   std::mutex dispatch_mu_;                     // held while a customer handler runs
   std::map<int, std::shared_ptr<Handler>> handlers_;  // GUARDED_BY(dispatch_mu_)
+
+  std::vector<Message> early_;   // receive thread only: data that arrived before our node table
 
   std::atomic<bool> started_{false};
   std::atomic<bool> stop_{false};

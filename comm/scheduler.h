@@ -8,8 +8,9 @@
 // Protocol (all over the Van; comm/wire_format.h):
 //   * kRegister: a node sends its NodeInfo and its view of the tier. Refused with a kError response naming the
 //     reason (the node's Start returns it) when: the tier name or the server/worker counts differ, the role is
-//     the scheduler's, the rank is out of range, or the rank is taken by another endpoint. Rank -1 takes the
-//     lowest free rank. Ids: servers 1..S, workers S+1..S+W (TierNodeId). Registering again from the same
+//     the scheduler's, the rank is out of range, the rank is taken by another endpoint, or no rank of the role is
+//     left. Nodes asking for rank -1 get the ranks nobody claimed when the tier is complete, in (name, endpoint)
+//     order (deterministic). Ids: servers 1..S, workers S+1..S+W (TierNodeId). Registering again from the same
 //     endpoint is harmless (retries).
 //   * when all S+W nodes registered: kNodeTable to every node. If that does not happen within
 //     rendezvous_timeout_ms the tier fails: every registered node gets a kError and Run returns kDeadlineExceeded,
@@ -56,7 +57,6 @@ class Scheduler {
 
  private:
   class Loop;
-  Status Serve();
 
   const TierSpec spec_;
   Van* const van_;

@@ -56,6 +56,8 @@ class SyncAggregator : public ServerHandler {
   static Result<std::unique_ptr<SyncAggregator>> Create(KeyLayout layout, SyncAggregatorOptions options,
                                                         AggregateSink* sink);
 
+  ~SyncAggregator() override;
+
   void Handle(const KvRequest& req, KvServer& server) override;
 
   // The stored value of a wire key, if any (tests and checkpoints).
@@ -69,17 +71,22 @@ class SyncAggregator : public ServerHandler {
   struct RoundState;
   struct KeyState;
 
+  using ReadyList = std::vector<std::shared_ptr<Pending>>;
+
   SyncAggregator(KeyLayout layout, SyncAggregatorOptions options, AggregateSink* sink, std::string codec);
   void HandlePush(const KvRequest& req, KvServer& server);
   void HandlePull(const KvRequest& req, KvServer& server);
   void HandleInitPush(const KvRequest& req, KvServer& server);
   Status CheckKey(const KvRequest& req, size_t i, int my_rank) const;
-  void StartFetch(uint64_t wire_key, KvServer& server);
-  void CompleteRound(uint64_t wire_key, int64_t round, KvServer& server);
+  std::shared_ptr<Pending> NewPending(const KvRequest& req, KvServer& server);
+  // The last push of (wire_key, round) arrived: reduce and hand to the sink (mu_ not held).
+  void CompleteRound(uint64_t wire_key, int64_t round);
   void OnRoundDone(uint64_t wire_key, int64_t round, const Status& status, Bytes value);
   void OnFetchDone(uint64_t wire_key, const Status& status, Bytes value);
-  // Delivers value/error to waiters (outside mu_), responding to requests whose last key this was.
-  static void Deliver(std::vector<Waiter> waiters, const Status& status, const Bytes& value);
+  // Gives one waiter its value or error (mu_ held); a request whose last key this was goes to `ready`.
+  static void Resolve(const Waiter& w, const Status& status, const Bytes& value, ReadyList* ready);
+  // Answers completed requests (mu_ not held).
+  static void RespondAll(const ReadyList& ready);
 
   const KeyLayout layout_;
   const SyncAggregatorOptions options_;

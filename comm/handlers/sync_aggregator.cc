@@ -1,0 +1,407 @@
+#include "comm/handlers/sync_aggregator.h"
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+
+#include "comm/codec.h"
+#include "comm/kv_worker.h"
+#include "comm/postoffice.h"
+#include "engine/base/logging.h"
+
+namespace geomx::comm {
+
+// One request being answered: it completes when each of its keys has a value (or one failed).
+struct SyncAggregator::Pending {
+  KvRequest req;
+  KvServer* server = nullptr;
+  std::vector<Bytes> values;  // per key of req
+  size_t remaining = 0;
+  Status error;
+  bool wants_values = false;  // pull / pushpull
+};
+
+struct SyncAggregator::Waiter {
+  std::shared_ptr<Pending> pending;
+  size_t index = 0;
+};
+
+struct SyncAggregator::RoundState {
+  std::unique_ptr<Reducer> reducer;  // null until the first push (a pull may open the round first)
+  std::map<int, int64_t> pushers;    // sender id -> ts of its push
+  int contributors = 0;              // sum of num_merged
+  std::vector<Waiter> waiters;       // pushes, pushpulls and pulls answered at completion
+};
+
+struct SyncAggregator::KeyState {
+  int64_t completed = kInitRound;    // latest completed round; kInitRound: none yet
+  int64_t stored_round = kInitRound - 1;
+  std::optional<Bytes> stored;
+  std::map<int64_t, RoundState> rounds;
+  std::vector<Waiter> init_waiters;  // round kInitRound pulls waiting for a value
+  bool fetching = false;
+};
+
+namespace {
+
+std::string KeyText(uint64_t wire_key) {
+  return "key " + std::to_string(KeyOfWireKey(wire_key)) + " slice " + std::to_string(SliceOfWireKey(wire_key));
+}
+
+Result<int> ParseNumMerged(const std::string& body) {
+  if (body.empty()) return 1;
+  std::map<std::string, std::string> fields;
+  GEOMX_RETURN_IF_ERROR(DecodeFields(body, &fields));
+  auto it = fields.find(kNumMergedField);
+  if (it == fields.end()) return 1;
+  int n = 0;
+  const char* end = it->second.data() + it->second.size();
+  auto [p, ec] = std::from_chars(it->second.data(), end, n);
+  if (ec != std::errc() || p != end || n < 1) {
+    return Status::InvalidArgument("num_merged '" + it->second + "' is not a positive integer");
+  }
+  return n;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SyncAggregator>> SyncAggregator::Create(KeyLayout layout, SyncAggregatorOptions options,
+                                                                AggregateSink* sink) {
+  if (options.expected_senders < 1) return Status::InvalidArgument("sync aggregator: expected_senders must be >= 1");
+  if (options.max_open_rounds < 1) return Status::InvalidArgument("sync aggregator: max_open_rounds must be >= 1");
+  if (sink == nullptr) return Status::InvalidArgument("sync aggregator: no sink");
+  GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> probe, MakeReducer(options.reducer, ReducerConfig{}));
+  std::string codec(probe->codec());
+  return std::unique_ptr<SyncAggregator>(
+      new SyncAggregator(std::move(layout), std::move(options), sink, std::move(codec)));
+}
+
+SyncAggregator::SyncAggregator(KeyLayout layout, SyncAggregatorOptions options, AggregateSink* sink,
+                               std::string codec)
+    : layout_(std::move(layout)), options_(std::move(options)), sink_(sink), codec_(std::move(codec)) {}
+
+SyncAggregator::~SyncAggregator() = default;
+
+void SyncAggregator::Handle(const KvRequest& req, KvServer& server) {
+  const Meta& meta = req.meta;
+  if (meta.command == Command::kControl) {
+    Status s = options_.on_control ? options_.on_control(req)
+                                   : Status::Unimplemented("this server takes no control commands");
+    return server.Respond(req, {}, s);
+  }
+  if (meta.codec != codec_) {
+    return server.Respond(req, {}, Status::InvalidArgument("codec '" + meta.codec + "', this server reduces with '" +
+                                                           options_.reducer + "' (codec '" + codec_ + "')"));
+  }
+  if (meta.round < kInitRound) {
+    return server.Respond(req, {}, Status::InvalidArgument("round " + std::to_string(meta.round) + " is invalid"));
+  }
+  if (meta.command == Command::kPull) return HandlePull(req, server);
+  if (meta.round == kInitRound) return HandleInitPush(req, server);
+  HandlePush(req, server);
+}
+
+Status SyncAggregator::CheckKey(const KvRequest& req, size_t i, int my_rank) const {
+  const uint64_t wk = req.meta.keys[i];
+  const KeySlice* s = layout_.FindWireKey(wk);
+  if (s == nullptr) return Status::InvalidArgument("unknown " + KeyText(wk) + " (wire key " + std::to_string(wk) + ")");
+  if (s->server_rank != my_rank) {
+    return Status::InvalidArgument(KeyText(wk) + " is served by server rank " + std::to_string(s->server_rank) +
+                                   ", not " + std::to_string(my_rank));
+  }
+  if (codec_.empty() && req.meta.lens[i] != s->length) {
+    return Status::InvalidArgument(KeyText(wk) + " has " + std::to_string(s->length) + " floats, the request says " +
+                                   std::to_string(req.meta.lens[i]));
+  }
+  return Status::Ok();
+}
+
+void SyncAggregator::Resolve(const Waiter& w, const Status& status, const Bytes& value, ReadyList* ready) {
+  Pending& p = *w.pending;
+  if (!status.ok()) {
+    if (p.error.ok()) p.error = status;
+  } else {
+    p.values[w.index] = value;
+  }
+  if (--p.remaining == 0) ready->push_back(w.pending);
+}
+
+void SyncAggregator::RespondAll(const ReadyList& ready) {
+  for (const auto& p : ready) {
+    if (!p->error.ok()) {
+      p->server->Respond(p->req, {}, p->error);
+    } else if (p->wants_values) {
+      p->server->Respond(p->req, std::move(p->values));
+    } else {
+      p->server->Respond(p->req, {});
+    }
+  }
+}
+
+std::shared_ptr<SyncAggregator::Pending> SyncAggregator::NewPending(const KvRequest& req, KvServer& server) {
+  auto p = std::make_shared<Pending>();
+  p->req = req;
+  p->server = &server;
+  p->values.resize(req.meta.keys.size());
+  p->remaining = req.meta.keys.size();
+  p->wants_values = req.meta.command != Command::kPush;
+  return p;
+}
+
+void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
+  const Meta& meta = req.meta;
+  Postoffice* po = server.postoffice();
+  const int my_rank = po->my_rank();
+  const NodeInfo* sender = po->FindNode(meta.sender);
+  const int contributor = sender ? sender->rank : meta.sender;
+  const std::string who = po->Describe(meta.sender);
+  const std::string at = ", round " + std::to_string(meta.round);
+  Result<int> merged = ParseNumMerged(meta.body);
+  if (!merged.ok()) return server.Respond(req, {}, merged.status());
+
+  std::vector<uint64_t> complete;
+  std::shared_ptr<Pending> pending;
+  Status error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::unique_ptr<Reducer>> fresh(meta.keys.size());
+    for (size_t i = 0; i < meta.keys.size() && error.ok(); ++i) {
+      const uint64_t wk = meta.keys[i];
+      error = CheckKey(req, i, my_rank);
+      if (!error.ok()) break;
+      KeyState& ks = keys_[wk];
+      if (meta.round <= ks.completed) {
+        error = Status::InvalidArgument(KeyText(wk) + at + ": already completed (latest completed round " +
+                                        std::to_string(ks.completed) + "): late or repeated push from " + who);
+        break;
+      }
+      auto rit = ks.rounds.find(meta.round);
+      RoundState* rs = rit == ks.rounds.end() ? nullptr : &rit->second;
+      if (rs != nullptr) {
+        auto pit = rs->pushers.find(meta.sender);
+        if (pit != rs->pushers.end()) {
+          if (pit->second == meta.timestamp) {  // the same request delivered twice: the first is answered
+            GEOMX_LOG(kDebug) << "sync aggregator: ignored a duplicate delivery of ts=" << meta.timestamp
+                              << " from " << who;
+            return;
+          }
+          error = Status::InvalidArgument(KeyText(wk) + at + ": second push from " + who + " (ts " +
+                                          std::to_string(pit->second) + " and " + std::to_string(meta.timestamp) +
+                                          ")");
+          break;
+        }
+        if (static_cast<int>(rs->pushers.size()) >= options_.expected_senders) {
+          error = Status::InvalidArgument(KeyText(wk) + at + ": push from " + who + " beyond the " +
+                                          std::to_string(options_.expected_senders) + " expected senders");
+          break;
+        }
+      } else if (static_cast<int>(ks.rounds.size()) >= options_.max_open_rounds) {
+        error = Status::ResourceExhausted(KeyText(wk) + at + ": " + std::to_string(ks.rounds.size()) +
+                                          " rounds already open (max_open_rounds)");
+        break;
+      }
+      Reducer* reducer = rs != nullptr && rs->reducer ? rs->reducer.get() : nullptr;
+      if (reducer == nullptr) {
+        const KeySlice* s = layout_.FindWireKey(wk);
+        Result<std::unique_ptr<Reducer>> made = MakeReducer(options_.reducer, ReducerConfig{s->length});
+        GEOMX_CHECK(made.ok()) << made.status().ToString();
+        fresh[i] = std::move(*made);
+        reducer = fresh[i].get();
+      }
+      error = reducer->Validate(req.data[i]).WithContext(KeyText(wk) + at + " from " + who);
+    }
+    if (error.ok()) {
+      pending = NewPending(req, server);
+      for (size_t i = 0; i < meta.keys.size(); ++i) {
+        const uint64_t wk = meta.keys[i];
+        RoundState& rs = keys_[wk].rounds[meta.round];
+        if (!rs.reducer) rs.reducer = std::move(fresh[i]);
+        rs.pushers[meta.sender] = meta.timestamp;
+        rs.reducer->Combine(contributor, req.data[i]);
+        rs.contributors += *merged;
+        rs.waiters.push_back({pending, i});
+        if (static_cast<int>(rs.pushers.size()) == options_.expected_senders) complete.push_back(wk);
+      }
+    }
+  }
+  if (!error.ok()) return server.Respond(req, {}, error);
+  if (meta.keys.empty()) return server.Respond(req, {});
+  for (uint64_t wk : complete) CompleteRound(wk, meta.round);
+}
+
+void SyncAggregator::CompleteRound(uint64_t wire_key, int64_t round) {
+  Result<Bytes> aggregate = Status::Internal("unset");
+  int contributors = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RoundState& rs = keys_[wire_key].rounds[round];
+    aggregate = rs.reducer->Finish();
+    contributors = rs.contributors;
+  }
+  if (!aggregate.ok()) return OnRoundDone(wire_key, round, aggregate.status(), Bytes());
+  sink_->OnComplete(wire_key, round, std::move(*aggregate), contributors,
+                    [this, wire_key, round](Status s, Bytes v) { OnRoundDone(wire_key, round, s, std::move(v)); });
+}
+
+void SyncAggregator::OnRoundDone(uint64_t wire_key, int64_t round, const Status& status, Bytes value) {
+  ReadyList ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    KeyState& ks = keys_[wire_key];
+    auto rit = ks.rounds.find(round);
+    if (rit == ks.rounds.end()) {
+      GEOMX_LOG(kWarning) << "sync aggregator: " << KeyText(wire_key) << " round " << round
+                          << " completed twice (the sink called done more than once)";
+      return;
+    }
+    std::vector<Waiter> waiters = std::move(rit->second.waiters);
+    ks.rounds.erase(rit);
+    Status st = status;
+    const KeySlice* s = layout_.FindWireKey(wire_key);
+    if (st.ok() && codec_.empty() && value.size() != s->length * sizeof(float)) {
+      st = Status::Internal("the sink returned " + std::to_string(value.size()) + " bytes, expected " +
+                            std::to_string(s->length) + " floats");
+    }
+    if (st.ok()) {
+      if (round > ks.stored_round) {
+        ks.stored = value;
+        ks.stored_round = round;
+      }
+      ks.completed = std::max(ks.completed, round);
+      for (const Waiter& w : ks.init_waiters) Resolve(w, st, *ks.stored, &ready);
+      ks.init_waiters.clear();
+    } else {
+      st = st.WithContext(KeyText(wire_key) + ", round " + std::to_string(round));
+    }
+    for (const Waiter& w : waiters) Resolve(w, st, value, &ready);
+  }
+  RespondAll(ready);
+}
+
+void SyncAggregator::HandlePull(const KvRequest& req, KvServer& server) {
+  const Meta& meta = req.meta;
+  const int my_rank = server.postoffice()->my_rank();
+  ReadyList ready;
+  std::vector<uint64_t> to_fetch;
+  Status error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < meta.keys.size() && error.ok(); ++i) {
+      error = CheckKey(req, i, my_rank);
+      if (!error.ok() || meta.round == kInitRound) continue;
+      auto kit = keys_.find(meta.keys[i]);
+      if (kit == keys_.end()) continue;
+      const KeyState& ks = kit->second;
+      const bool answerable = meta.round <= ks.completed && ks.stored.has_value();
+      if (!answerable && !ks.rounds.count(meta.round) &&
+          static_cast<int>(ks.rounds.size()) >= options_.max_open_rounds) {
+        error = Status::ResourceExhausted(KeyText(meta.keys[i]) + ", round " + std::to_string(meta.round) + ": " +
+                                          std::to_string(ks.rounds.size()) + " rounds already open");
+      }
+    }
+    if (error.ok()) {
+      auto pending = NewPending(req, server);
+      if (meta.keys.empty()) ready.push_back(pending);
+      for (size_t i = 0; i < meta.keys.size(); ++i) {
+        const uint64_t wk = meta.keys[i];
+        KeyState& ks = keys_[wk];
+        const Waiter w{pending, i};
+        if (meta.round == kInitRound) {
+          if (ks.stored.has_value()) {
+            Resolve(w, Status::Ok(), *ks.stored, &ready);
+          } else {
+            ks.init_waiters.push_back(w);
+            if (!ks.fetching) {
+              ks.fetching = true;
+              to_fetch.push_back(wk);
+            }
+          }
+        } else if (meta.round <= ks.completed && ks.stored.has_value()) {
+          Resolve(w, Status::Ok(), *ks.stored, &ready);
+        } else {
+          ks.rounds[meta.round].waiters.push_back(w);
+        }
+      }
+    }
+  }
+  if (!error.ok()) return server.Respond(req, {}, error);
+  RespondAll(ready);
+  for (uint64_t wk : to_fetch) {
+    const bool fetching =
+        sink_->FetchInitial(wk, [this, wk](Status s, Bytes v) { OnFetchDone(wk, s, std::move(v)); });
+    if (!fetching) {
+      std::lock_guard<std::mutex> lock(mu_);
+      keys_[wk].fetching = false;  // wait for an init push instead
+    }
+  }
+}
+
+void SyncAggregator::OnFetchDone(uint64_t wire_key, const Status& status, Bytes value) {
+  ReadyList ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    KeyState& ks = keys_[wire_key];
+    ks.fetching = false;
+    Status st = status;
+    const KeySlice* s = layout_.FindWireKey(wire_key);
+    if (st.ok() && codec_.empty() && value.size() != s->length * sizeof(float)) {
+      st = Status::DataLoss("initial value of " + KeyText(wire_key) + " has " + std::to_string(value.size()) +
+                            " bytes, expected " + std::to_string(s->length) + " floats");
+    }
+    if (st.ok() && !ks.stored.has_value()) {
+      ks.stored = std::move(value);
+      ks.stored_round = kInitRound;
+    }
+    if (!st.ok()) st = st.WithContext("fetching the initial value of " + KeyText(wire_key));
+    for (const Waiter& w : ks.init_waiters) Resolve(w, st, st.ok() ? *ks.stored : Bytes(), &ready);
+    ks.init_waiters.clear();
+  }
+  RespondAll(ready);
+}
+
+void SyncAggregator::HandleInitPush(const KvRequest& req, KvServer& server) {
+  const Meta& meta = req.meta;
+  const int my_rank = server.postoffice()->my_rank();
+  ReadyList ready;
+  Status error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < meta.keys.size() && error.ok(); ++i) {
+      error = CheckKey(req, i, my_rank);
+      if (!error.ok()) break;
+      const KeySlice* s = layout_.FindWireKey(meta.keys[i]);
+      Result<std::unique_ptr<Reducer>> probe = MakeReducer(options_.reducer, ReducerConfig{s->length});
+      GEOMX_CHECK(probe.ok()) << probe.status().ToString();
+      error = (*probe)->Validate(req.data[i]).WithContext(KeyText(meta.keys[i]) + ", initial value");
+    }
+    if (error.ok()) {
+      for (size_t i = 0; i < meta.keys.size(); ++i) {
+        KeyState& ks = keys_[meta.keys[i]];
+        ks.stored = req.data[i];
+        ks.stored_round = std::max(ks.stored_round, kInitRound);
+        for (const Waiter& w : ks.init_waiters) Resolve(w, Status::Ok(), req.data[i], &ready);
+        ks.init_waiters.clear();
+      }
+    }
+  }
+  if (!error.ok()) return server.Respond(req, {}, error);
+  RespondAll(ready);
+  if (meta.command == Command::kPushPull) return server.Respond(req, req.data);
+  server.Respond(req, {});
+}
+
+std::optional<Bytes> SyncAggregator::Stored(uint64_t wire_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(wire_key);
+  if (it == keys_.end()) return std::nullopt;
+  return it->second.stored;
+}
+
+size_t SyncAggregator::num_open_rounds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [wk, ks] : keys_) n += ks.rounds.size();
+  return n;
+}
+
+}  // namespace geomx::comm

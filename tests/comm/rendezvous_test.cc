@@ -1,0 +1,225 @@
+// Scheduler + Postoffice: rendezvous, node table, barriers, refusals, heartbeats, shutdown. Every case runs over
+// LoopbackVan and inproc ZmqVan.
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "comm/customer.h"
+#include "ps_test_util.h"
+
+namespace geomx::comm {
+namespace {
+
+using testing::FastOptions;
+using testing::MakeSpec;
+using testing::MakeTransport;
+using testing::RunConcurrently;
+using testing::TestTier;
+using Clock = std::chrono::steady_clock;
+
+class RendezvousTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<testing::Transport> t_ = MakeTransport(GetParam());
+};
+
+bool Contains(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
+
+TEST_P(RendezvousTest, NodeTableIdsRanksAndBarriers) {
+  TestTier tier(*t_, MakeSpec(*t_, "dc-a", 2, 3));
+  ASSERT_TRUE(tier.Start().ok());
+  std::set<int> ids;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(tier.server(r).my_rank(), r);
+    EXPECT_EQ(tier.server(r).role(), NodeRole::kServer);
+    ids.insert(tier.server(r).my_id());
+  }
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(tier.worker(r).my_rank(), r);
+    ids.insert(tier.worker(r).my_id());
+  }
+  EXPECT_EQ(ids.size(), 5u);
+  EXPECT_EQ(ids.count(kSchedulerId), 0u);
+  Postoffice& w2 = tier.worker(2);
+  EXPECT_EQ(w2.nodes().size(), 6u);
+  EXPECT_EQ(w2.ServerIds(), (std::vector<int>{tier.server(0).my_id(), tier.server(1).my_id()}));
+  EXPECT_EQ(w2.WorkerIds().size(), 3u);
+  EXPECT_EQ(w2.WorkerIds()[1], tier.worker(1).my_id());
+  EXPECT_EQ(w2.Describe(tier.server(1).my_id()), "server dc-a/server1");
+  EXPECT_TRUE(w2.health().ok());
+
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::function<Status()>> fns;
+    for (Postoffice* po : tier.all()) fns.push_back([po] { return po->Barrier("all"); });
+    for (int r = 0; r < 3; ++r) fns.push_back([&tier, r] { return tier.worker(r).Barrier("workers"); });
+    for (int r = 0; r < 2; ++r) fns.push_back([&tier, r] { return tier.server(r).Barrier("servers"); });
+    for (const Status& s : RunConcurrently(fns)) EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  const Status bad = tier.worker(0).Barrier("servers");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(bad, "not in barrier group")) << bad.ToString();
+  EXPECT_EQ(tier.worker(0).Barrier("everyone").code(), StatusCode::kInvalidArgument);
+
+  EXPECT_TRUE(tier.Finalize().ok());
+  EXPECT_TRUE(tier.worker(0).Finalize().ok()) << "idempotent";
+}
+
+TEST_P(RendezvousTest, AnyRankTakesTheFreeOnes) {
+  TierSpec spec = MakeSpec(*t_, "dc-b", 1, 3);
+  TestTier tier(*t_, spec);
+  ASSERT_TRUE(tier.StartScheduler().ok());
+  // Worker 1 asks for rank 1; two others ask for any rank.
+  std::vector<std::unique_ptr<Van>> vans;
+  std::vector<std::unique_ptr<Postoffice>> pos;
+  for (int i = 0; i < 2; ++i) {
+    NodeInfo n{.role = NodeRole::kWorker, .rank = -1, .name = "dc-b/any" + std::to_string(i), .party = "dc-b"};
+    vans.push_back(t_->NewVan());
+    pos.push_back(std::make_unique<Postoffice>(spec, n, vans.back().get()));
+  }
+  auto& s0 = tier.server_node(0);
+  auto& w1 = tier.worker_node(1);
+  std::vector<std::function<Status()>> fns = {
+      [&] { return s0.po->Start(s0.address); }, [&] { return w1.po->Start(w1.address); },
+      [&] { return pos[0]->Start(t_->Address("dc-b/any0")); }, [&] { return pos[1]->Start(t_->Address("dc-b/any1")); }};
+  for (const Status& s : RunConcurrently(fns)) ASSERT_TRUE(s.ok()) << s.ToString();
+  // The free ranks go to the "any rank" nodes in name order, whatever the arrival order.
+  EXPECT_EQ(pos[0]->my_rank(), 0);
+  EXPECT_EQ(pos[1]->my_rank(), 2);
+  EXPECT_EQ(w1.po->my_rank(), 1);
+  std::vector<std::function<Status()>> fin = {[&] { return s0.po->Finalize(); }, [&] { return w1.po->Finalize(); },
+                                              [&] { return pos[0]->Finalize(); }, [&] { return pos[1]->Finalize(); }};
+  for (const Status& s : RunConcurrently(fin)) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(tier.SchedulerResult().ok());
+}
+
+TEST_P(RendezvousTest, TimeoutNamesTheMissingNode) {
+  CommOptions o = FastOptions();
+  o.rendezvous_timeout_ms = 300;
+  TierSpec spec = MakeSpec(*t_, "dc-a", 1, 3, o);
+  spec.worker_names = {"dc-a/worker0", "dc-a/worker1", "dc-a/worker2"};
+  TestTier tier(*t_, spec);
+  ASSERT_TRUE(tier.StartScheduler().ok());
+  const auto start = Clock::now();
+  auto& s0 = tier.server_node(0);
+  auto& w0 = tier.worker_node(0);
+  auto& w2 = tier.worker_node(2);
+  std::vector<std::function<Status()>> fns = {[&] { return s0.po->Start(s0.address); },
+                                              [&] { return w0.po->Start(w0.address); },
+                                              [&] { return w2.po->Start(w2.address); }};
+  for (const Status& s : RunConcurrently(fns)) {
+    EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+    EXPECT_TRUE(Contains(s, "tier dc-a: rendezvous timed out after 0.3 s: missing worker rank 1 (dc-a/worker1), "
+                            "3 of 4 nodes registered"))
+        << s.ToString();
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  const Status sched = tier.SchedulerResult();
+  EXPECT_EQ(sched.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(Contains(sched, "missing worker rank 1 (dc-a/worker1)")) << sched.ToString();
+}
+
+TEST_P(RendezvousTest, NoSchedulerTimesOut) {
+  CommOptions o = FastOptions();
+  o.rendezvous_timeout_ms = 200;
+  TestTier tier(*t_, MakeSpec(*t_, "dc-z", 1, 1, o));
+  auto& w = tier.worker_node(0);
+  const Status s = w.po->Start(w.address);
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(Contains(s, "no node table from the scheduler")) << s.ToString();
+}
+
+TEST_P(RendezvousTest, RankClashOutOfRangeAndCountMismatchAreRefusedAtOnce) {
+  CommOptions o = FastOptions();
+  o.rendezvous_timeout_ms = 2000;
+  TierSpec spec = MakeSpec(*t_, "dc-a", 1, 2, o);
+  TestTier tier(*t_, spec);
+  ASSERT_TRUE(tier.StartScheduler().ok());
+  auto& s0 = tier.server_node(0);
+  auto& w0 = tier.worker_node(0);
+  auto& w1 = tier.worker_node(1);
+  std::thread first([&] { EXPECT_TRUE(w0.po->Start(w0.address).ok()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // w0 registered as worker rank 0
+
+  auto refused = [&](NodeInfo n, TierSpec s) {
+    auto van = t_->NewVan();
+    Postoffice po(s, n, van.get());
+    const auto start = Clock::now();
+    const Status st = po.Start(t_->Address("dc-a/intruder-" + n.name));
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(1)) << "refused at once, not after the rendezvous timeout";
+    return st;
+  };
+  Status clash = refused({.role = NodeRole::kWorker, .rank = 0, .name = "dc-a/worker0b", .party = "dc-a"}, spec);
+  EXPECT_EQ(clash.code(), StatusCode::kAlreadyExists) << clash.ToString();
+  EXPECT_TRUE(Contains(clash, "worker rank 0, already taken by dc-a/worker0")) << clash.ToString();
+  Status range = refused({.role = NodeRole::kWorker, .rank = 5, .name = "dc-a/worker5", .party = "dc-a"}, spec);
+  EXPECT_EQ(range.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(range, "valid ranks are 0..1")) << range.ToString();
+  TierSpec other = spec;
+  other.num_workers = 3;
+  Status counts = refused({.role = NodeRole::kWorker, .rank = 1, .name = "dc-a/worker1x", .party = "dc-a"}, other);
+  EXPECT_EQ(counts.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(counts, "expects 1 servers and 3 workers, the scheduler 1 and 2")) << counts.ToString();
+  TierSpec wrong_tier = spec;
+  wrong_tier.name = "dc-b";
+  Status tier_name = refused({.role = NodeRole::kServer, .rank = 0, .name = "dc-b/server0", .party = "dc-b"},
+                             wrong_tier);
+  EXPECT_TRUE(Contains(tier_name, "wants to join tier 'dc-b'")) << tier_name.ToString();
+
+  // The tier still completes with the right nodes.
+  std::vector<std::function<Status()>> rest = {[&] { return s0.po->Start(s0.address); },
+                                               [&] { return w1.po->Start(w1.address); }};
+  for (const Status& s : RunConcurrently(rest)) EXPECT_TRUE(s.ok()) << s.ToString();
+  first.join();
+  EXPECT_TRUE(tier.Finalize().ok());
+}
+
+TEST_P(RendezvousTest, DeadNodeIsReportedToWaitersWithoutHang) {
+  CommOptions o = FastOptions();
+  o.heartbeat_interval_ms = 20;
+  o.heartbeat_timeout_ms = 300;
+  o.request_timeout_ms = 10000;  // long: only the heartbeat may end the waits
+  TestTier tier(*t_, MakeSpec(*t_, "dc-a", 1, 3, o));
+  ASSERT_TRUE(tier.Start().ok());
+  Customer pending("tier dc-a", 10000);
+  tier.worker(0).AttachTracker(&pending);
+  const int64_t ts = pending.NewRequest({{tier.server(0).my_id(), "server dc-a/server0 for key 1"}}, "push");
+
+  // worker1 crashes: its van goes silent (no heartbeats, no goodbye).
+  tier.worker_node(1).van->Stop();
+  const auto start = Clock::now();
+  std::vector<std::function<Status()>> waits = {[&] { return tier.worker(0).Barrier("all"); },
+                                                [&] { return tier.worker(2).Barrier("workers"); },
+                                                [&] { return pending.Wait(ts); }};
+  for (const Status& s : RunConcurrently(waits)) {
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_TRUE(Contains(s, "node dc-a/worker1 (worker rank 1)")) << s.ToString();
+    EXPECT_TRUE(Contains(s, "declared dead")) << s.ToString();
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
+  // The server waits for nothing; it hears the news too.
+  for (int i = 0; i < 100 && tier.server(0).health().ok(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(tier.server(0).health().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(tier.SchedulerResult().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(tier.worker(0).Finalize().code(), StatusCode::kUnavailable);
+  tier.worker(0).DetachTracker(&pending);
+}
+
+TEST_P(RendezvousTest, SilentSchedulerIsDetected) {
+  CommOptions o = FastOptions();
+  o.heartbeat_interval_ms = 20;
+  o.heartbeat_timeout_ms = 300;
+  TestTier tier(*t_, MakeSpec(*t_, "dc-a", 1, 1, o));
+  ASSERT_TRUE(tier.Start().ok());
+  tier.scheduler().Stop();
+  EXPECT_EQ(tier.SchedulerResult().code(), StatusCode::kCancelled);
+  const auto start = Clock::now();
+  const Status s = tier.worker(0).Barrier("all");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_TRUE(Contains(s, "has been silent")) << s.ToString();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RendezvousTest, ::testing::Values("loopback", "zmq"));
+
+}  // namespace
+}  // namespace geomx::comm
