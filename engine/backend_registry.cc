@@ -8,11 +8,7 @@
 #include "engine/cpu/cpu_backend.h"
 
 #if GEOMX_WITH_CUDA
-namespace geomx {
-// Provided by engine/cuda/ (geomx_engine_cuda) once it exists.
-std::unique_ptr<Backend> MakeCudaBackend();
-int CudaDeviceCount();
-}  // namespace geomx
+#include "engine/cuda/cuda_backend.h"  // MakeCudaBackend, CudaDeviceCount (no CUDA header behind it)
 #endif
 
 namespace geomx {
@@ -33,13 +29,29 @@ Backend& CudaBackendInstance() {
 }
 #endif
 
-int VisibleCudaDevices() {
+// What the CUDA runtime reported, asked once per process (devices do not come and go). No driver or no device is
+// not an error: zero devices, with the runtime's reason kept for the kFailedPrecondition of ResolveDevice.
+struct CudaProbe {
+  int count = 0;
+  std::string why;
+};
+
+const CudaProbe& ProbeCuda() {
+  static const CudaProbe probe = [] {
+    CudaProbe p;
 #if GEOMX_WITH_CUDA
-  return CudaDeviceCount();
+    p.count = CudaDeviceCount(&p.why);
 #else
-  return 0;
+    p.why = "this build has no CUDA backend (configure with -DGEOMX_WITH_CUDA=ON)";
 #endif
+    return p;
+  }();
+  return probe;
 }
+
+// The CUDA backend drives one device, cuda:0 (engine/cuda/cuda_backend.h): a process picks its GPU with
+// CUDA_VISIBLE_DEVICES, so more visible devices still make one usable index.
+int VisibleCudaDevices() { return ProbeCuda().count > 0 ? 1 : 0; }
 
 }  // namespace
 
@@ -86,17 +98,21 @@ Result<Device> ResolveDevice(const std::string& spec) {
       return Status::InvalidArgument("device: missing CUDA index in '" + spec + "' (expected cuda or cuda:N)");
     }
 #if GEOMX_WITH_CUDA
-    const int count = VisibleCudaDevices();
-    if (count == 0) return Status::FailedPrecondition("device: cuda requested but no CUDA device is visible");
-    if (index >= count) {
-      return Status::FailedPrecondition("device: " + spec + " requested but only " + std::to_string(count) +
-                                        " CUDA device(s) are visible");
+    const CudaProbe& probe = ProbeCuda();
+    if (probe.count == 0) {
+      return Status::FailedPrecondition("device: " + spec + " requested but no CUDA device is visible (" + probe.why +
+                                        ")");
+    }
+    if (index >= VisibleCudaDevices()) {
+      return Status::FailedPrecondition("device: " + spec + " requested but this process drives one GPU, cuda:0 (" +
+                                        std::to_string(probe.count) +
+                                        " visible); select the GPU with CUDA_VISIBLE_DEVICES=" + spec.substr(5) +
+                                        " and use device: cuda");
     }
     return Device::Cuda(index);
 #else
     (void)index;
-    return Status::FailedPrecondition(
-        "device: cuda requested but this build has no CUDA backend (configure with -DGEOMX_WITH_CUDA=ON)");
+    return Status::FailedPrecondition("device: " + spec + " requested but " + ProbeCuda().why);
 #endif
   }
   return Status::InvalidArgument("device: unknown device '" + spec + "' (expected cpu, cuda, cuda:N or auto)");
