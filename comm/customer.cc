@@ -155,7 +155,8 @@ Status Customer::Wait(int64_t ts) {
       results_.erase(ts);
       return timeout;
     }
-    cv_.wait_until(lock, it->second.deadline);
+    const Clock::time_point deadline = it->second.deadline;  // the entry may be erased while we sleep
+    cv_.wait_until(lock, deadline);
   }
 }
 

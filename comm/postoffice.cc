@@ -189,6 +189,7 @@ void Postoffice::HandleSchedulerMessage(Message&& msg) {
       return;
     }
     case Command::kBarrierDone:
+      if (barrier_waiting_.erase(meta.timestamp) == 0) return;  // a duplicate, or nobody waits any more
       barrier_done_[meta.timestamp] =
           meta.status_code == 0 ? Status::Ok() : Status(static_cast<StatusCode>(meta.status_code), meta.body);
       cv_.notify_all();
@@ -312,6 +313,7 @@ Status Postoffice::Barrier(const std::string& group) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!fatal_.ok()) return fatal_;
     ts = next_barrier_ts_++;
+    barrier_waiting_.insert(ts);
   }
   GEOMX_RETURN_IF_ERROR(SendToScheduler(Command::kBarrier, ts, group));
   const int timeout_ms = spec_.options.request_timeout_ms;
@@ -323,6 +325,7 @@ Status Postoffice::Barrier(const std::string& group) {
     barrier_done_.erase(ts);
     return s;
   }
+  barrier_waiting_.erase(ts);
   if (!fatal_.ok()) return fatal_;
   return Status::DeadlineExceeded("tier " + spec_.name + ": barrier '" + group + "' of " + self_.name +
                                   " not released after " + Seconds(timeout_ms));

@@ -134,6 +134,7 @@ class Postoffice {
   Status start_error_;                         // GUARDED_BY(mu_): refusal from the scheduler during Start
   Status fatal_;                               // GUARDED_BY(mu_): health()
   std::map<int64_t, Status> barrier_done_;     // GUARDED_BY(mu_): barrier ts -> the scheduler's answer
+  std::set<int64_t> barrier_waiting_;          // GUARDED_BY(mu_): barriers entered, not yet answered
   int64_t next_barrier_ts_ = 0;                // GUARDED_BY(mu_)
   bool shutdown_released_ = false;             // GUARDED_BY(mu_)
   bool finalized_ = false;                     // GUARDED_BY(mu_)

@@ -38,6 +38,8 @@ struct Member {
   NodeInfo info;
   Clock::time_point last_seen;
   bool finalized = false;
+  // Per barrier group, the node's latest released barrier: a late duplicate of it is ignored.
+  std::map<std::string, int64_t> released_barrier_ts;
 };
 
 }  // namespace
@@ -161,7 +163,7 @@ class Scheduler::Loop {
     for (const auto& [id, m] : members_) {
       if (m.info.endpoint != node.endpoint) continue;
       if (m.info.role == node.role && (node.rank == -1 || node.rank == m.info.rank)) {
-        if (complete_) SendTo(id, Command::kNodeTable, true, 0, EncodeNodeTable(table_));
+        if (complete_) SendTo(id, Command::kNodeTable, false, 0, EncodeNodeTable(table_));
         return;
       }
       return Refuse(node, Status::AlreadyExists(Prefix() + ": " + who + " is already registered as " +
@@ -235,7 +237,7 @@ class Scheduler::Loop {
       return false;
     }
     GEOMX_LOG(kDebug) << Prefix() << ": registered " << Describe(node) << " as node " << node.id;
-    members_[node.id] = Member{node, Clock::now(), false};
+    members_[node.id] = Member{node, Clock::now(), false, {}};
     return true;
   }
 
@@ -280,7 +282,7 @@ class Scheduler::Loop {
       table_.push_back(m.info);
     }
     const std::string body = EncodeNodeTable(table_);
-    for (const auto& [id, m] : members_) SendTo(id, Command::kNodeTable, true, 0, body);
+    for (const auto& [id, m] : members_) SendTo(id, Command::kNodeTable, false, 0, body);
     GEOMX_LOG(kInfo) << Prefix() << ": all " << total() << " nodes registered";
   }
 
@@ -301,12 +303,17 @@ class Scheduler::Loop {
       return SendTo(meta.sender, Command::kBarrierDone, false, meta.timestamp, "",
                     Status::InvalidArgument(Prefix() + ": " + who.name + " is not in barrier group '" + group + "'"));
     }
+    auto& released = members_.at(meta.sender).released_barrier_ts;
+    if (released.count(group) && meta.timestamp <= released[group]) return;  // a duplicate delivery
     auto& arrived = barriers_[group];
     arrived[meta.sender] = meta.timestamp;
     int size = 0;
     for (const auto& [id, m] : members_) size += InGroup(group, m.info) ? 1 : 0;
     if (static_cast<int>(arrived.size()) < size) return;
-    for (const auto& [id, ts] : arrived) SendTo(id, Command::kBarrierDone, false, ts, group);
+    for (const auto& [id, ts] : arrived) {
+      members_.at(id).released_barrier_ts[group] = ts;
+      SendTo(id, Command::kBarrierDone, false, ts, group);
+    }
     arrived.clear();
   }
 

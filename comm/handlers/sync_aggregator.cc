@@ -40,6 +40,7 @@ struct SyncAggregator::KeyState {
   std::map<int64_t, RoundState> rounds;
   std::vector<Waiter> init_waiters;  // round kInitRound pulls waiting for a value
   bool fetching = false;
+  std::map<int, int64_t> last_push_ts;  // sender id -> ts of its latest push (recognises late duplicates)
 };
 
 namespace {
@@ -171,6 +172,11 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
       if (!error.ok()) break;
       KeyState& ks = keys_[wk];
       if (meta.round <= ks.completed) {
+        auto last = ks.last_push_ts.find(meta.sender);
+        if (last != ks.last_push_ts.end() && last->second == meta.timestamp) {  // delivered twice, answered once
+          GEOMX_LOG(kDebug) << "sync aggregator: ignored a late duplicate of ts=" << meta.timestamp << " from " << who;
+          return;
+        }
         error = Status::InvalidArgument(KeyText(wk) + at + ": already completed (latest completed round " +
                                         std::to_string(ks.completed) + "): late or repeated push from " + who);
         break;
@@ -217,6 +223,7 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
         RoundState& rs = keys_[wk].rounds[meta.round];
         if (!rs.reducer) rs.reducer = std::move(fresh[i]);
         rs.pushers[meta.sender] = meta.timestamp;
+        keys_[wk].last_push_ts[meta.sender] = meta.timestamp;
         rs.reducer->Combine(contributor, req.data[i]);
         rs.contributors += *merged;
         rs.waiters.push_back({pending, i});

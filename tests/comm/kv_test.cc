@@ -146,6 +146,31 @@ TEST_P(KvTest, PushPullReturnsTheMeanInOneRoundTrip) {
   for (const auto& a : aggs_) EXPECT_EQ(a->num_open_rounds(), 0u);
 }
 
+TEST_P(KvTest, ZeroCopyBytesValues) {
+  // The Bytes overload sends slices of the caller's buffers without copying them.
+  std::vector<std::function<Status()>> fns;
+  std::vector<std::vector<float>> outs(2, std::vector<float>(200));
+  for (int w = 0; w < 2; ++w) {
+    fns.push_back([&, w] {
+      const std::vector<Bytes> values = {Bytes::CopyVector(Grad(w, 1, 0, 200))};
+      return dense_[w]->Wait(
+          dense_[w]->PushPull(std::vector<uint64_t>{1}, values, std::vector<float*>{outs[w].data()}, 0));
+    });
+  }
+  for (const Status& s : RunConcurrently(fns)) ASSERT_TRUE(s.ok()) << s.ToString();
+  const auto a = Grad(0, 1, 0, 200), b = Grad(1, 1, 0, 200);
+  for (size_t j = 0; j < a.size(); ++j) ASSERT_EQ(outs[1][j], (a[j] + b[j]) / 2);
+  // Every server stores the mean of its own slices.
+  for (const KeySlice& s : dense_layout_.slices(1)) {
+    std::optional<Bytes> stored = aggs_[3 * s.server_rank]->Stored(s.wire_key);
+    ASSERT_TRUE(stored.has_value());
+    ASSERT_EQ(stored->size(), s.length * 4);
+    float first;
+    std::memcpy(&first, stored->data(), 4);
+    EXPECT_EQ(first, (a[s.offset] + b[s.offset]) / 2);
+  }
+}
+
 TEST_P(KvTest, PushThenPullAndInitialValues) {
   // worker1 asks for the initial value before anyone set it: the pull waits for worker0's init push.
   std::vector<float> init1(200), init3(1, 42.0f), got1(200, 0), got3(1, 0);
@@ -234,6 +259,24 @@ TEST_P(KvTest, RequestTimeoutNamesPeerKeyAndTimestamp) {
                       std::vector<float*>{out.data()}, 0, [&](Status st) { done.set_value(st); });
   EXPECT_EQ(done.get_future().get().code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(dense_[0]->num_pending(), 0u);
+}
+
+TEST_P(KvTest, LostMessagesTimeOutInsteadOfHanging) {
+  LoopbackNetwork* net = t_->loopback();
+  if (net == nullptr) GTEST_SKIP() << "fault injection is a LoopbackVan feature";
+  TearDown();
+  CommOptions o = FastOptions();
+  o.request_timeout_ms = 200;
+  Build(o);
+  RunMeanRound(0);
+  net->SetOptions({.drop_rate = 1.0});
+  std::vector<float> g(1, 1.0f), out(1);
+  const Status lost = dense_[1]->Wait(dense_[1]->PushPull(std::vector<uint64_t>{3}, std::vector<const float*>{g.data()},
+                                                          std::vector<float*>{out.data()}, 1));
+  EXPECT_EQ(lost.code(), StatusCode::kDeadlineExceeded) << lost.ToString();
+  EXPECT_TRUE(Contains(lost, "for key 3 (pushpull round 1, ts=")) << lost.ToString();
+  net->SetOptions({});
+  RunMeanRound(2);  // the next round works; round 1 of key 3 stays open (bounded by max_open_rounds)
 }
 
 TEST_P(KvTest, RowSparseAndConcatEndToEnd) {

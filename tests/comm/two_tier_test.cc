@@ -208,6 +208,17 @@ TEST_P(TwoTierTest, UnevenTiersStillAverageOverAllWorkers) {
   RunScenario();
 }
 
+TEST_P(TwoTierTest, SurvivesDuplicatedAndReorderedMessages) {
+  LoopbackNetwork* net = t_->loopback();
+  if (net == nullptr) GTEST_SKIP() << "fault injection is a LoopbackVan feature";
+  // From registration on, 20% of all messages arrive twice and every message is delayed by up to 3 ms.
+  static uint64_t runs = 0;  // a new seed on every --gtest_repeat iteration
+  net->SetOptions({.duplicate_rate = 0.2, .max_delay_ms = 3, .seed = 11 + runs++});
+  Build(Shape{.rounds = 10});
+  RunScenario();
+  net->SetOptions({});
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, TwoTierTest, ::testing::Values("loopback", "zmq"));
 
 }  // namespace
