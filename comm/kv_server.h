@@ -8,8 +8,9 @@
 // (dense f32) frame i holds exactly lens[i] floats; for kPull no data frames; no duplicate key. A request for
 // another command is dropped (logged).
 //
-// Responses echo command, app_id, timestamp, round and keys; data frames are one per key (values) or none (push
-// acks and errors); an error sets Meta.status_code and puts the message in Meta.body.
+// Responses echo command, app_id, timestamp, round, codec and keys; data frames are one per key (values) or none
+// (push acks and errors), with lens = floats per frame for codec "" and bytes per frame otherwise; an error sets
+// Meta.status_code and puts the message in Meta.body.
 //
 // Ownership: borrows the Postoffice and the handler (both must outlive the KvServer). Thread-safe.
 #pragma once

@@ -8,8 +8,9 @@
 //
 // Rounds and the store:
 //   * a push for a round that already completed, or a second push from the same node for an open round (a new
-//     request, not a transport duplicate) is refused with kInvalidArgument naming the key and round; at most
-//     `max_open_rounds` rounds per key may be open at once;
+//     request) is refused with kInvalidArgument naming the key and round; the same request delivered twice
+//     (same sender and ts: a transport duplicate) is ignored, the first delivery is answered; at most
+//     `max_open_rounds` rounds per key may be open at once (kResourceExhausted beyond);
 //   * a pull for round r waits until r completed, then gets the latest stored value;
 //   * round kInitRound (-1): a push sets the stored value at once (the master worker initialising global
 //     weights; the reducer validates the payload); a pull is answered from the stored value, deferred until one
