@@ -19,9 +19,9 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Trains the quick-start recipe (GeoMX's CNN on Fashion-MNIST) and prints where the run folder is.
+# Trains the quick-start recipe: GeoMX's CNN on Fashion-MNIST over a local two-data-centre topology.
 run: build
-	./$(BUILD)/geomx train recipes/quickstart.yaml
+	./$(BUILD)/geomx train recipes/quickstart_2dc.yaml
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900

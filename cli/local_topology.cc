@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string_view>
 #include <system_error>
@@ -151,6 +152,9 @@ Status RunLocalTopology(const TrainFlags& flags, const Recipe& recipe, const std
   std::printf("geomx: starting %zu processes of %s (run folder %s)\n", plan.processes.size(), recipe.name.c_str(),
               plan.run_dir.c_str());
   std::fflush(stdout);
+  // Every process of the topology shares this machine's cores: idle OpenMP threads must sleep, not spin, or the
+  // processes steal each other's cores (libgomp reads this once at start, so it is set for the children here).
+  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   Launcher launcher;
   GEOMX_RETURN_IF_ERROR(launcher.Start(ChildSpecsOf(plan)));
   return launcher.Wait(interrupted);

@@ -1,11 +1,123 @@
-// Placeholder so that the CLI links while the parameter-server roles are being integrated: the integrator
-// replaces this file entirely.
+// One parameter-server role per process: ZeroMQ over TCP, shaped by the recipe's links (in-process WAN
+// emulation), with this process's traffic published to <run>/traffic/<process>.json every second and at exit.
 #include "cli/roles.h"
 
-namespace geomx::cli {
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
 
-Status RunRole(const Recipe&, const RoleSpec&, const std::atomic<bool>*) {
-  return Status::Unimplemented("parameter-server roles are being integrated");
+#include "cli/cluster.h"
+#include "cli/role_command.h"
+#include "cli/run_report.h"
+#include "comm/shaped_van.h"
+#include "comm/zmq_van.h"
+#include "engine/base/logging.h"
+
+namespace geomx::cli {
+namespace {
+
+// Publishes the counters periodically so the evaluating worker's metrics show live traffic.
+class TrafficPublisher {
+ public:
+  TrafficPublisher(std::filesystem::path path, const comm::TrafficCounters* counters)
+      : path_(std::move(path)), counters_(counters) {
+    if (!path_.empty()) thread_ = std::thread([this] { Loop(); });
+  }
+  ~TrafficPublisher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (!path_.empty()) Publish();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
+      lock.unlock();
+      Publish();
+      lock.lock();
+    }
+  }
+  void Publish() {
+    Status s = WriteTrafficFile(path_, counters_->Snapshot());
+    if (!s.ok()) GEOMX_LOG(kWarning) << "traffic: " << s.ToString();
+  }
+
+  const std::filesystem::path path_;
+  const comm::TrafficCounters* counters_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+const std::string& HostOf(const Recipe& recipe, const std::string& party) {
+  static const std::string kNone;
+  for (const auto& dc : recipe.topology.datacentres) {
+    if (dc.name == party) return dc.host;
+  }
+  return kNone;
+}
+
+std::string FileSafe(std::string name) {
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  return name;
+}
+
+}  // namespace
+
+Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<bool>* interrupted) {
+  if (!recipe_in.has_topology) return Status::InvalidArgument("this role needs a recipe with a topology section");
+  // threads: 0 (all cores) would oversubscribe a host that runs several roles: a worker gets its share of the
+  // host's cores, every other role one thread.
+  Recipe recipe = recipe_in;
+  if (recipe.threads == 0) {
+    int on_host = 0;
+    const std::string& host = spec.kind == RoleSpec::Kind::kWorker ? HostOf(recipe, spec.party) : "";
+    for (const auto& dc : recipe.topology.datacentres) on_host += dc.host == host ? dc.workers : 0;
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    recipe.threads = spec.kind == RoleSpec::Kind::kWorker ? std::max(1, cores / std::max(1, on_host)) : 1;
+  }
+  comm::ZmqContext context;
+  comm::TrafficCounters traffic;
+  ClusterEnv env;
+  const comm::ShapedVanOptions shaping{recipe.topology.options.wan, recipe.topology.options.lan};
+  env.make_van = [&context, &traffic, shaping](const std::string&) -> std::unique_ptr<comm::Van> {
+    return std::make_unique<comm::ShapedVan>(std::make_unique<comm::ZmqVan>(&context), shaping, &traffic);
+  };
+  env.scheduler_endpoint = [](const std::string&, const std::string& host, int port) {
+    return "tcp://" + host + ":" + std::to_string(port);
+  };
+  env.node_bind = [](const std::string&, const std::string& host) { return "tcp://" + host + ":0"; };
+  env.out_dir = spec.out_dir;
+  const std::string name = ProcessName(spec);
+  SetLogPrefix("");  // the launcher prefixes every line with the process name
+  TrafficPublisher publisher(
+      spec.out_dir.empty() ? std::filesystem::path() : std::filesystem::path(spec.out_dir) / "traffic" /
+                                                           (FileSafe(name) + ".json"),
+      &traffic);
+
+  using Kind = RoleSpec::Kind;
+  switch (spec.kind) {
+    case Kind::kGlobalScheduler: return RunGlobalScheduler(recipe, env);
+    case Kind::kGlobalServer: return RunGlobalServer(recipe, spec.rank, env);
+    case Kind::kScheduler: return RunScheduler(recipe, spec.party, env);
+    case Kind::kServer: return RunLocalServer(recipe, spec.party, spec.rank, env);
+    case Kind::kMasterWorker: return RunMasterWorker(recipe, env);
+    case Kind::kWorker: return RunWorker(recipe, spec.party, spec.rank, env, interrupted);
+  }
+  return Status::Internal("unknown role");
 }
 
 }  // namespace geomx::cli

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -13,6 +15,7 @@
 #include "cli/progress.h"
 #include "cli/recipe.h"
 #include "cli/run_dir.h"
+#include "cli/run_report.h"
 #include "cli/setup.h"
 #include "cli/trainer.h"
 #include "comm/traffic.h"
@@ -25,137 +28,33 @@ namespace fs = std::filesystem;
 
 namespace {
 
-uint64_t PeakRssBytes() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
-}
+// `geomx train RECIPE` for a recipe with a topology: every role as its own process on this machine
+// (cli/local_topology.h). The evaluating worker writes metrics and summary.json into the run folder; every
+// process publishes its traffic there, and the whole job's traffic goes into the summary at the end.
+Status RunTopologyTraining(const TrainFlags& flags, const Recipe& recipe, const std::atomic<bool>* interrupted) {
+  TrainFlags f = flags;
+  if (f.out.empty()) f.out = RunDir::DefaultPath("runs", recipe.name).string();
+  GEOMX_ASSIGN_OR_RETURN(RunDir run, RunDir::Create(f.out, RecipeToYaml(recipe)));
+  std::printf("geomx: starting %s on this machine (%d data centres, %d workers); run folder %s\n",
+              recipe.name.c_str(), static_cast<int>(recipe.topology.datacentres.size()),
+              recipe.topology.total_workers(), run.path().c_str());
+  std::fflush(stdout);
+  const Status status = RunLocalTopology(f, recipe, interrupted);
 
-// Reads a number field of a flat JSON object written by JsonObject ("key": value). nullopt when absent/null.
-std::optional<double> JsonNumber(const std::string& json, const std::string& key) {
-  const std::string needle = JsonEscape(key) + ": ";
-  const size_t pos = json.find(needle);
-  if (pos == std::string::npos) return std::nullopt;
-  const char* start = json.c_str() + pos + needle.size();
-  char* end = nullptr;
-  const double v = std::strtod(start, &end);
-  if (end == start) return std::nullopt;
-  return v;
-}
-
-std::string StateToJson(const TrainState& s) {
-  JsonObject j;
-  j.Add("iteration", s.iteration)
-      .Add("epoch", s.epoch)
-      .Add("epoch_iteration", s.epoch_iteration)
-      .Add("elapsed_s", s.elapsed_s)
-      .Add("train_seconds", s.train_seconds)
-      .Add("samples", s.samples)
-      .Add("best_accuracy", s.best_accuracy)
-      .Add("final_accuracy", s.final_accuracy)
-      .Add("final_test_loss", s.final_test_loss)
-      .Add("time_to_target_s", s.time_to_target_s);
-  return j.str();
-}
-
-TrainState StateFromJson(const std::string& json) {
-  TrainState s;
-  auto get = [&](const char* k, double def) { return JsonNumber(json, k).value_or(def); };
-  s.iteration = static_cast<int64_t>(get("iteration", 0));
-  s.epoch = static_cast<int>(get("epoch", 0));
-  s.epoch_iteration = static_cast<int64_t>(get("epoch_iteration", 0));
-  s.elapsed_s = get("elapsed_s", 0);
-  s.train_seconds = get("train_seconds", 0);
-  s.samples = static_cast<int64_t>(get("samples", 0));
-  s.best_accuracy = get("best_accuracy", -1);
-  s.final_accuracy = get("final_accuracy", -1);
-  s.final_test_loss = get("final_test_loss", -1);
-  s.time_to_target_s = get("time_to_target_s", -1);
-  return s;
-}
-
-// Connects the trainer to the terminal and the run folder.
-class RunListener final : public TrainerListener {
- public:
-  RunListener(RunDir* run, Progress* progress, nn::Module* model, nn::Optimizer* opt, std::string model_name,
-              const comm::TrafficCounters* traffic)
-      : run_(run), progress_(progress), model_(model), opt_(opt), model_name_(std::move(model_name)),
-        traffic_(traffic) {}
-
-  void OnIteration(const ProgressInfo& p) override { progress_->Update(p); }
-
-  Status OnEvaluation(const MetricsRow& row_in, const TrainState&) override {
-    MetricsRow row = row_in;
-    const comm::TrafficSnapshot t = traffic_->Snapshot();
-    row.lan_bytes = t.lan_bytes();
-    row.wan_bytes = t.wan_bytes();
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "eval  epoch %d  iter %lld  train loss %.4f  train acc %.4f  test loss %.4f  test acc %.4f%s",
-                  row.epoch, static_cast<long long>(row.iteration), row.loss, row.train_accuracy, row.test_loss,
-                  row.test_accuracy, row.test_examples > 0 ? "" : " (no test data)");
-    progress_->Message(line);
-    return run_->AppendMetrics(row);
+  // Put the whole job's traffic (every process's published counters) into the evaluating worker's summary.
+  const comm::TrafficSnapshot traffic = ReadTrafficDir(run.path() / "traffic");
+  std::ifstream in(run.path() / "summary.json");
+  std::string summary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t begin = summary.find("\"traffic\": {");
+  const size_t end = begin == std::string::npos ? begin : summary.find('}', begin);
+  if (end != std::string::npos) {
+    summary.replace(begin, end + 1 - begin, "\"traffic\": " + TrafficJson(traffic));
+    GEOMX_RETURN_IF_ERROR(run.WriteSummary(summary.substr(0, summary.find_last_not_of("\n") + 1)));
   }
-
-  Status OnCheckpoint(const TrainState& state) override {
-    nn::CheckpointMeta meta;
-    meta.iteration = state.iteration;
-    meta.epoch = state.epoch;
-    meta.optimizer_step = opt_->step();
-    meta.model_name = model_name_;
-    meta.extra_json = StateToJson(state);
-    const fs::path path = run_->CheckpointPath(state.iteration);
-    GEOMX_RETURN_IF_ERROR(nn::SaveCheckpoint(path, *model_, opt_, meta));
-    return run_->CommitCheckpoint(path);
-  }
-
- private:
-  RunDir* run_;
-  Progress* progress_;
-  nn::Module* model_;
-  nn::Optimizer* opt_;
-  std::string model_name_;
-  const comm::TrafficCounters* traffic_;
-};
-
-std::string SummaryJson(const char* status, const std::string& error, const Recipe& recipe, const RunSetup& setup,
-                        int64_t num_params, const TrainState& s, const RunDir& run,
-                        const comm::TrafficSnapshot& traffic) {
-  auto opt_or_null = [](double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; };
-  JsonObject traffic_json;
-  traffic_json.Add("wan_bytes", traffic.wan_bytes())
-      .Add("lan_bytes", traffic.lan_bytes())
-      .Add("wan_bytes_sent", traffic.wan_bytes_sent)
-      .Add("wan_bytes_received", traffic.wan_bytes_received)
-      .Add("lan_bytes_sent", traffic.lan_bytes_sent)
-      .Add("lan_bytes_received", traffic.lan_bytes_received)
-      .Add("wan_messages", traffic.wan_messages)
-      .Add("lan_messages", traffic.lan_messages);
-  JsonObject j;
-  j.Add("status", status);
-  if (!error.empty()) j.Add("error", error);
-  j.Add("name", recipe.name)
-      .Add("model", recipe.model.name)
-      .Add("parameters", num_params)
-      .Add("dataset", recipe.data.name)
-      .Add("device", setup.device.ToString())
-      .Add("threads", recipe.threads)
-      .Add("iterations", s.iteration)
-      .Add("epochs", s.epoch)
-      .Add("samples", s.samples)
-      .Add("wall_seconds", s.elapsed_s)
-      .Add("train_seconds", s.train_seconds)
-      .Add("final_test_accuracy", opt_or_null(s.final_accuracy))
-      .Add("final_test_loss", opt_or_null(s.final_test_loss))
-      .Add("best_test_accuracy", opt_or_null(s.best_accuracy))
-      .Add("target_accuracy", static_cast<double>(recipe.training.target_accuracy))
-      .Add("time_to_target_seconds", opt_or_null(s.time_to_target_s))
-      .Add("samples_per_second", s.train_seconds > 0 ? s.samples / s.train_seconds : 0.0)
-      .Add("traffic", traffic_json)
-      .Add("peak_rss_bytes", PeakRssBytes())
-      .Add("run_dir", run.path().string());
-  return j.str();
+  if (!status.ok()) return status;
+  std::printf("geomx: completed; WAN %.1f MB, LAN %.1f MB; summary %s/summary.json\n", traffic.wan_bytes() / 1e6,
+              traffic.lan_bytes() / 1e6, run.path().c_str());
+  return Status::Ok();
 }
 
 void PrintPlan(const Recipe& recipe, const RunSetup& setup, nn::Module& model) {
@@ -208,9 +107,11 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
     PrintPlan(recipe, setup, model);
     return recipe.has_topology ? PrintLocalTopologyPlan(flags, recipe) : Status::Ok();
   }
-  if (recipe.has_topology) {  // until the roles run: RunLocalTopology (cli/local_topology.h) takes over here
-    return Status::Unimplemented("training with a topology (parameter-server roles) is being integrated; "
-                                 "`geomx train " + recipe.source + " --dry-run` shows the process plan");
+  if (recipe.has_topology) {
+    if (!flags.resume.empty()) {
+      return Status::Unimplemented("--resume of a run with a topology is not available in this build yet");
+    }
+    return RunTopologyTraining(flags, recipe, interrupted);
   }
 
   // 2. The run folder: new, or the one being resumed.
@@ -254,7 +155,8 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
 
   comm::TrafficCounters traffic;  // single process: nothing crosses a link, so these stay zero
   Progress progress(stdout, isatty(STDOUT_FILENO) == 1, recipe.training.log_every);
-  RunListener listener(&*run, &progress, &model, optimizer.get(), recipe.model.name, &traffic);
+  RunListener listener(&*run, &progress, &model, optimizer.get(), recipe.model.name,
+                       [&traffic] { return traffic.Snapshot(); });
   TrainerOptions to;
   to.training = recipe.training;
   to.schedule = recipe.lr_schedule;

@@ -14,8 +14,19 @@ enum class Direction : uint8_t { kSent = 0, kReceived = 1 };
 struct TrafficSnapshot {
   uint64_t wan_bytes_sent = 0, wan_bytes_received = 0, wan_messages = 0;
   uint64_t lan_bytes_sent = 0, lan_bytes_received = 0, lan_messages = 0;
-  uint64_t wan_bytes() const { return wan_bytes_sent + wan_bytes_received; }
-  uint64_t lan_bytes() const { return lan_bytes_sent + lan_bytes_received; }
+  // Bytes put on WAN / LAN links. Summed over every node of a job this is the traffic on the wire (each
+  // message is sent once and received once; counting both would count it twice).
+  uint64_t wan_bytes() const { return wan_bytes_sent; }
+  uint64_t lan_bytes() const { return lan_bytes_sent; }
+  TrafficSnapshot& operator+=(const TrafficSnapshot& o) {
+    wan_bytes_sent += o.wan_bytes_sent;
+    wan_bytes_received += o.wan_bytes_received;
+    wan_messages += o.wan_messages;
+    lan_bytes_sent += o.lan_bytes_sent;
+    lan_bytes_received += o.lan_bytes_received;
+    lan_messages += o.lan_messages;
+    return *this;
+  }
 };
 
 class TrafficCounters {

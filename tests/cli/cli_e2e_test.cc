@@ -254,6 +254,32 @@ TEST(CliTest, CorruptDataFileExits2NamingFileAndOffset) {
   EXPECT_FALSE(fs::exists(dir / "runs"));
 }
 
+TEST(CliTest, TopologyRecipeTrainsOverTheParameterServer) {
+  ScratchDir dir;
+  WriteFile(dir / "t.yaml", std::string(kSmokeRecipe) + R"(topology:
+  central: {global_servers: 2}
+  datacentres:
+    - {name: dc-a, workers: 2, servers: 1}
+    - {name: dc-b, workers: 2, servers: 2}
+  split_bytes: 256
+)");
+  auto r = RunGeomx("train t.yaml --out run", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[dc-a/worker0] eval"), std::string::npos) << "child output is prefixed\n" << r.output;
+  const std::string summary = ReadFile(dir / "run" / "summary.json");
+  EXPECT_EQ(Field(summary, "status"), "\"completed\"") << summary;
+  EXPECT_EQ(Field(summary, "iterations"), "8");  // 512 examples / 4 workers / batch 32 = 4 per epoch, 2 epochs
+  EXPECT_GT(std::stod(Field(summary, "final_test_accuracy")), 0.5) << summary;
+  const double wan = std::stod(Field(summary, "wan_bytes"));
+  const double lan = std::stod(Field(summary, "lan_bytes"));
+  EXPECT_GT(wan, 0) << summary;
+  EXPECT_GT(lan, wan) << "4 workers talk to their local servers, 2 data centres to the global tier\n" << summary;
+  EXPECT_EQ(CountLines(ReadFile(dir / "run" / "metrics.jsonl")), 2u);
+  size_t traffic_files = 0;
+  for (const auto& e : fs::directory_iterator(dir / "run" / "traffic")) traffic_files += e.path().extension() == ".json";
+  EXPECT_EQ(traffic_files, 13u);  // one per process: central 1+2+1, dc-a 1+1+2, dc-b 1+2+2
+}
+
 TEST(CliTest, CtrlCWritesCheckpointAndResumeFinishes) {
   ScratchDir dir;
   WriteFile(dir / "r.yaml", std::string(kSmokeRecipe) + "");

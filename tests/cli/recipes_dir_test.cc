@@ -106,7 +106,7 @@ TEST(RecipesDirTest, TopologyRecipesDescribeGeo2x2) {
   Recipe quick = MustLoad("quickstart_2dc");
   EXPECT_EQ(quick.topology.options.wan.bandwidth_bps, 0) << "the quick start does not shape the WAN";
   EXPECT_EQ(quick.topology.options.wan.latency_s, 0);
-  EXPECT_LE(quick.training.epochs, 2) << "the quick start must stay quick";
+  EXPECT_LE(quick.training.epochs, 8) << "the quick start must stay quick (about 40 s: docs/benchmarks.md)";
 }
 
 TEST(RecipesDirTest, ReadmePointsToTheDocs) {
