@@ -131,10 +131,11 @@ int main(int argc, char** argv) {
       "  geomx serve --role server recipes/geo2x2.yaml --party dc-a --rank 0");
 
   // bench
-  CLI::App* bench_cmd = app.add_subcommand("bench", "Benchmarks: `geomx bench kernels` (engine vs PyTorch)");
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Benchmarks: `geomx bench kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ)");
   std::string bench_recipe;
   bench_cmd->add_option("recipe", bench_recipe, "Recipe for a configuration comparison (not available yet)");
-  bench_cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2");
+  bench_cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm");
   geomx::cli::BenchKernelsFlags bench_kernels;
   CLI::App* bench_kernels_cmd =
       bench_cmd->add_subcommand("kernels", "Training samples/s of geomx-cnn vs PyTorch, same run, ratio");
@@ -148,6 +149,18 @@ int main(int argc, char** argv) {
   bench_kernels_cmd->add_flag("--no-torch", bench_kernels.skip_torch, "Measure geomx only");
   bench_kernels_cmd->add_option("--json", bench_kernels.json_out, "Also write the results as JSON to this file");
   bench_kernels_cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2 --json out.json");
+  geomx::cli::BenchCommFlags bench_comm;
+  CLI::App* bench_comm_cmd = bench_cmd->add_subcommand(
+      "comm", "Parameter-server push+pull MB/s vs a raw ZeroMQ ping-pong on loopback, same run, ratio");
+  bench_comm_cmd->add_option("--sizes", bench_comm.sizes, "Message sizes in bytes (multiples of 4)")->delimiter(',');
+  bench_comm_cmd->add_option("--iterations", bench_comm.iterations, "Timed round trips per size (0 = by size)")
+      ->check(CLI::Range(0, 1000000));
+  bench_comm_cmd->add_option("--warmup", bench_comm.warmup, "Untimed round trips before each timing (-1 = auto)")
+      ->check(CLI::Range(-1, 100000));
+  bench_comm_cmd->add_option("--repeats", bench_comm.repeats, "Timings per size and path; medians are reported")
+      ->check(CLI::Range(1, 100));
+  bench_comm_cmd->add_option("--json", bench_comm.json_out, "Also write the results as JSON to this file");
+  bench_comm_cmd->footer("Example:\n  geomx bench comm\n  geomx bench comm --sizes 4096,65536,4194304 --json comm.json");
 
   try {
     app.parse(argc, argv);
@@ -202,6 +215,8 @@ int main(int argc, char** argv) {
     status = geomx::cli::RunRoleCommand(serve, &g_interrupted);
   } else if (bench_kernels_cmd->parsed()) {
     status = geomx::cli::RunBenchKernelsCommand(bench_kernels);
+  } else if (bench_comm_cmd->parsed()) {
+    status = geomx::cli::RunBenchCommCommand(bench_comm);
   } else if (bench_cmd->parsed()) {
     status = NotInThisBuild("geomx bench RECIPE --configs (accelerator comparison)",
                             "`geomx bench kernels` measures the engine against PyTorch.");

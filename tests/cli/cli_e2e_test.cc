@@ -44,7 +44,7 @@ size_t CountLines(const std::string& s) { return static_cast<size_t>(std::count(
 
 TEST(CliTest, HelpForEverySubcommandShowsAnExample) {
   for (const char* sub : {"train", "eval", "data", "data list", "data inspect", "algos", "version", "serve",
-                          "bench", "bench kernels"}) {
+                          "bench", "bench kernels", "bench comm"}) {
     auto r = RunGeomx(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0) << sub << "\n" << r.output;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << sub << "\n" << r.output;
@@ -69,6 +69,25 @@ TEST(CliTest, LaterCapabilitiesSayNotAvailableAndExit2) {
   EXPECT_EQ(fetch.exit_code, 2);
   auto bench = RunGeomx("bench r.yaml", dir.path());
   EXPECT_EQ(bench.exit_code, 2);
+}
+
+TEST(CliTest, BenchCommPrintsTheTableAndWritesJson) {
+  ScratchDir dir;
+  auto r = RunGeomx("bench comm --sizes 4096 --iterations 20 --repeats 1 --json comm.json", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("raw ZeroMQ MB/s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("geomx KV MB/s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("4 KiB"), std::string::npos) << r.output;
+  const std::string json = ReadFile(dir / "comm.json");
+  EXPECT_EQ(Field(json, "bytes"), "4096") << json;
+  EXPECT_EQ(Field(json, "iterations"), "20") << json;
+  EXPECT_GT(std::stod(Field(json, "ratio")), 0) << json;
+  auto plain = RunGeomx("bench comm --sizes 4096 --iterations 20", dir.path());
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("raw ZeroMQ MB/s"), std::string::npos) << plain.output;
+  auto bad = RunGeomx("bench comm --sizes 4095", dir.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("multiple of 4"), std::string::npos) << bad.output;
 }
 
 TEST(CliTest, VersionAlgosAndDataList) {
