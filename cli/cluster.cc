@@ -425,17 +425,7 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
 
   const int world = recipe.topology.total_workers();
   const int index = WorkerIndex(recipe, dc_index, rank);
-  data::LoaderOptions lo;
-  lo.batch_size = recipe.data.batch_size;
-  lo.shuffle = recipe.data.shuffle;
-  lo.augment = recipe.data.augment;
-  lo.prefetch = recipe.data.prefetch;
-  lo.seed = recipe.seed;
-  lo.partition = recipe.data.partition;
-  lo.dirichlet_alpha = recipe.data.dirichlet_alpha;
-  lo.rank = index;
-  lo.world = world;
-  data::DataLoader loader(setup.data.train, lo);
+  data::DataLoader loader(setup.data.train, data::TrainLoaderOptions(recipe.data, index, world, recipe.seed));
 
   const bool evaluator = index == 0;
   TrainerOptions to;

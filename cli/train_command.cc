@@ -143,15 +143,7 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
   }
 
   // 3. Train.
-  data::LoaderOptions lo;
-  lo.batch_size = recipe.data.batch_size;
-  lo.shuffle = recipe.data.shuffle;
-  lo.augment = recipe.data.augment;
-  lo.prefetch = recipe.data.prefetch;
-  lo.seed = recipe.seed;
-  lo.partition = recipe.data.partition;
-  lo.dirichlet_alpha = recipe.data.dirichlet_alpha;
-  data::DataLoader loader(setup.data.train, lo);
+  data::DataLoader loader(setup.data.train, data::TrainLoaderOptions(recipe.data, /*rank=*/0, /*world=*/1, recipe.seed));
 
   comm::TrafficCounters traffic;  // single process: nothing crosses a link, so these stay zero
   Progress progress(stdout, isatty(STDOUT_FILENO) == 1, recipe.training.log_every);
