@@ -310,6 +310,15 @@ std::string WorkerName(const std::string& party, int rank) { return party + "/wo
 
 }  // namespace
 
+Status CheckTopologyTraining(const Recipe& recipe) {
+  if (recipe.training.stop_at_target) {
+    return Status::InvalidArgument(
+        "training.stop_at_target: not supported with a topology yet (the other workers cannot know when to stop); "
+        "the run records time_to_target_seconds without it");
+  }
+  return Status::Ok();
+}
+
 Status RunGlobalScheduler(const Recipe& recipe, const ClusterEnv& env) {
   const TierSpec tier = GlobalTier(recipe, env);
   auto van = env.make_van("central/global-scheduler");
@@ -359,7 +368,7 @@ Status RunLocalServer(const Recipe& recipe, const std::string& party, int rank, 
                        global_van.get());
   GEOMX_RETURN_IF_ERROR(global_po.Start(env.node_bind(name + "@global", dc.host)));
   GEOMX_ASSIGN_OR_RETURN(KeyLayout global_layout, Layout(recipe, *setup.model, recipe.topology.global_servers));
-  comm::KvWorker upper(&global_po, kAppId, global_layout);
+  auto upper = std::make_unique<comm::KvWorker>(&global_po, kAppId, global_layout);
   GEOMX_RETURN_IF_ERROR(global_po.Barrier("all"));
 
   // Downward: the server of its data centre's tier.
@@ -368,11 +377,17 @@ Status RunLocalServer(const Recipe& recipe, const std::string& party, int rank, 
                       local_van.get());
   GEOMX_RETURN_IF_ERROR(local_po.Start(env.node_bind(name, dc.host)));
   GEOMX_ASSIGN_OR_RETURN(KeyLayout local_layout, Layout(recipe, *setup.model, dc.servers));
-  comm::ForwardSink sink(&upper);
+  comm::ForwardSink sink(upper.get());
   comm::SyncAggregatorOptions opts;
   opts.expected_senders = dc.workers;
   GEOMX_ASSIGN_OR_RETURN(auto aggregator, comm::SyncAggregator::Create(local_layout, opts, &sink));
   comm::KvServer server(&local_po, kAppId, aggregator.get());
+  // Teardown, also on early returns: upward requests still pending are cancelled first, while the aggregator,
+  // the server and both postoffices that their callbacks reach are alive.
+  struct CancelUpward {
+    std::unique_ptr<comm::KvWorker>& kv;
+    ~CancelUpward() { kv.reset(); }
+  } cancel_upward{upper};
   GEOMX_RETURN_IF_ERROR(local_po.Barrier("all"));
   GEOMX_RETURN_IF_ERROR(FinalizeWhenDone(local_po));
   return FinalizeWhenDone(global_po);

@@ -44,6 +44,10 @@ struct ClusterEnv {
   std::string out_dir;
 };
 
+// What a topology run cannot do yet (kInvalidArgument naming the key), checked before anything starts:
+// training.stop_at_target (only the evaluating worker knows the accuracy; FSA needs every worker in every round).
+Status CheckTopologyTraining(const Recipe& recipe);
+
 Status RunGlobalScheduler(const Recipe& recipe, const ClusterEnv& env);
 Status RunScheduler(const Recipe& recipe, const std::string& party, const ClusterEnv& env);
 Status RunGlobalServer(const Recipe& recipe, int rank, const ClusterEnv& env);

@@ -79,6 +79,7 @@ std::string FileSafe(std::string name) {
 
 Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<bool>* interrupted) {
   if (!recipe_in.has_topology) return Status::InvalidArgument("this role needs a recipe with a topology section");
+  GEOMX_RETURN_IF_ERROR(CheckTopologyTraining(recipe_in));
   // threads: 0 (all cores) would oversubscribe a host that runs several roles: a worker gets its share of the
   // host's cores, every other role one thread.
   Recipe recipe = recipe_in;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/cluster.h"
 #include "cli/json_writer.h"
 #include "cli/local_topology.h"
 #include "cli/progress.h"
@@ -32,6 +33,7 @@ namespace {
 // (cli/local_topology.h). The evaluating worker writes metrics and summary.json into the run folder; every
 // process publishes its traffic there, and the whole job's traffic goes into the summary at the end.
 Status RunTopologyTraining(const TrainFlags& flags, const Recipe& recipe, const std::atomic<bool>* interrupted) {
+  GEOMX_RETURN_IF_ERROR(CheckTopologyTraining(recipe));
   TrainFlags f = flags;
   if (f.out.empty()) f.out = RunDir::DefaultPath("runs", recipe.name).string();
   GEOMX_ASSIGN_OR_RETURN(RunDir run, RunDir::Create(f.out, RecipeToYaml(recipe)));

@@ -297,6 +297,14 @@ TEST(CliTest, TopologyRecipeTrainsOverTheParameterServer) {
   size_t traffic_files = 0;
   for (const auto& e : fs::directory_iterator(dir / "run" / "traffic")) traffic_files += e.path().extension() == ".json";
   EXPECT_EQ(traffic_files, 13u);  // one per process: central 1+2+1, dc-a 1+1+2, dc-b 1+2+2
+
+  // Regression: stopping at the target accuracy stopped only the evaluating worker; the others waited on a round
+  // it never joined. Refused before anything starts.
+  auto stop = RunGeomx("train t.yaml --out run2 --set training.target_accuracy=0.5 --set training.stop_at_target=true",
+                       dir.path());
+  EXPECT_EQ(stop.exit_code, 2) << stop.output;
+  EXPECT_NE(stop.output.find("training.stop_at_target"), std::string::npos) << stop.output;
+  EXPECT_FALSE(fs::exists(dir / "run2"));
 }
 
 TEST(CliTest, CtrlCWritesCheckpointAndResumeFinishes) {
