@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "cli/recipe_schema.h"
+#include "cli/recipe_units.h"
 
 namespace geomx::cli {
 namespace {
@@ -19,13 +20,6 @@ RecipeRange Between(double lo, bool lo_open, double hi, bool hi_open) {
 const RecipeRange kUnitOpenAbove = Between(0, false, 1, true);  // [0, 1)
 
 // ---- extra syntax checks ----
-std::string Quoted(std::string_view v) {
-  std::string out(1, '\'');  // appended: GCC 12 warns falsely (-Wrestrict) on "'" + std::string(v)
-  out.append(v);
-  out += '\'';
-  return out;
-}
-
 std::string CheckRunName(std::string_view v) {
   if (v.empty()) return "must not be empty";
   for (char c : v) {

@@ -15,19 +15,6 @@ namespace geomx::cli {
 namespace {
 
 // ---- scalar parsing ----
-std::string Quoted(std::string_view text) {
-  std::string out(1, '\'');  // built by appending: GCC 12 gives a false -Wrestrict for "'" + std::string(...)
-  out.append(text);
-  out += '\'';
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 // Parses all of `text` as T (an integer or floating type). False on any leftover or a bad format.
 template <typename T>
 bool ParseNumber(std::string_view text, T* out) {

@@ -7,7 +7,6 @@
 #include <vector>
 
 namespace geomx::cli {
-namespace {
 
 std::string Quoted(std::string_view s) {
   std::string out(1, '\'');  // appended: GCC 12 warns falsely (-Wrestrict) on "'" + std::string(s)
@@ -21,6 +20,8 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
 }
+
+namespace {
 
 std::string Lower(std::string_view s) {
   std::string out(s);

@@ -17,6 +17,11 @@
 
 namespace geomx::cli {
 
+// Small text helpers shared by the recipe parser: `text` in single quotes for messages, and `s` without leading
+// and trailing whitespace.
+std::string Quoted(std::string_view text);
+std::string_view Trim(std::string_view s);
+
 // "50mbit" -> 5e7. Rejects negative, non-finite and unit-less text that is not a number.
 std::string ParseBandwidth(std::string_view text, double* bits_per_second);
 // 5e7 -> "50mbit", 0 -> "0", 1.5e9 -> "1500mbit", 12.5 -> "12.5bit".

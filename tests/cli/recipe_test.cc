@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/recipe_schema.h"
+#include "tests/cli/recipe_test_util.h"
 #include "datasets/dataset.h"
 #include "nn/models/models.h"
 #include "nn/optim/optimizer.h"
@@ -18,7 +19,9 @@
 namespace geomx::cli {
 namespace {
 
-using Lines = std::vector<std::string>;
+using recipe_testing::ErrorLines;
+using recipe_testing::Lines;
+using recipe_testing::MustParse;
 
 // A recipe that sets every key to a value other than its default.
 constexpr char kFullRecipe[] = R"(name: full-run_1.0
@@ -109,24 +112,6 @@ Recipe DefaultsWithItems() {
   Recipe r;
   r.topology.datacentres.resize(1);
   return r;
-}
-
-Recipe MustParse(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  Result<Recipe> r = ParseRecipe(yaml, "r.yaml", overrides);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : Recipe{};
-}
-
-// The error lines of a recipe that must fail validation.
-Lines ErrorLines(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  Result<Recipe> r = ParseRecipe(yaml, "r.yaml", overrides);
-  EXPECT_FALSE(r.ok()) << "expected errors, got a valid recipe for:\n" << yaml;
-  if (r.ok()) return {};
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  Lines lines;
-  std::istringstream in(r.status().message());
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
 }
 
 TEST(RecipeTest, EmptyRecipeIsAllDefaults) {

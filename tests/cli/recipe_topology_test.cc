@@ -8,12 +8,15 @@
 
 #include "cli/recipe.h"
 #include "cli/recipe_schema.h"
+#include "tests/cli/recipe_test_util.h"
 #include "cli/topology_rules.h"
 
 namespace geomx::cli {
 namespace {
 
-using Lines = std::vector<std::string>;
+using recipe_testing::ErrorLines;
+using recipe_testing::Lines;
+using recipe_testing::MustParse;
 
 constexpr char kTwoDcs[] = R"(topology:
   central: {host: 127.0.0.1, global_servers: 1}
@@ -23,23 +26,6 @@ constexpr char kTwoDcs[] = R"(topology:
   links:
     wan: {bandwidth: 50mbit, latency: 25ms}
 )";
-
-Recipe MustParse(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  Result<Recipe> r = ParseRecipe(yaml, "r.yaml", overrides);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : Recipe{};
-}
-
-Lines ErrorLines(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  Result<Recipe> r = ParseRecipe(yaml, "r.yaml", overrides);
-  EXPECT_FALSE(r.ok()) << "expected errors, got a valid recipe for:\n" << yaml;
-  if (r.ok()) return {};
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  Lines lines;
-  std::istringstream in(r.status().message());
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 TEST(TopologyTest, ParsesTwoDataCentres) {
   Recipe r = MustParse(kTwoDcs);
