@@ -1,6 +1,7 @@
 #include "cli/cluster.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -12,12 +13,10 @@
 #include "cli/progress.h"
 #include "cli/run_dir.h"
 #include "cli/run_report.h"
+#include "cli/sync/sync_mode.h"
+#include "cli/sync_rules.h"
 #include "cli/setup.h"
 #include "cli/trainer.h"
-#include "comm/codec.h"
-#include "comm/handlers/aggregate_sink.h"
-#include "comm/handlers/forward_sink.h"
-#include "comm/handlers/sync_aggregator.h"
 #include "comm/key_layout.h"
 #include "comm/kv_server.h"
 #include "comm/kv_worker.h"
@@ -114,196 +113,40 @@ Status FinalizeWhenDone(Postoffice& po) {
   }
 }
 
-// ---- optimizer settings shipped by the master worker as typed fields ----
-
-std::map<std::string, std::string> OptimizerFields(const nn::OptimizerConfig& c) {
-  auto f = [](float v) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.9g", v);
-    return std::string(buf);
-  };
-  return {{"command", "set-optimizer"}, {"name", c.name},   {"lr", f(c.lr)},         {"weight_decay", f(c.weight_decay)},
-          {"momentum", f(c.momentum)},  {"beta1", f(c.beta1)}, {"beta2", f(c.beta2)}, {"rho", f(c.rho)},
-          {"eps", f(c.eps)}};
-}
-
-Result<nn::OptimizerConfig> OptimizerFromFields(const std::map<std::string, std::string>& f) {
-  nn::OptimizerConfig c;
-  auto num = [&](const char* k, float* out) -> Status {
-    auto it = f.find(k);
-    if (it == f.end()) return Status::InvalidArgument(std::string("optimizer settings: missing field ") + k);
-    char* end = nullptr;
-    *out = std::strtof(it->second.c_str(), &end);
-    if (end == it->second.c_str()) return Status::InvalidArgument(std::string("optimizer settings: bad ") + k);
-    return Status::Ok();
-  };
-  auto name = f.find("name");
-  if (name == f.end()) return Status::InvalidArgument("optimizer settings: missing field name");
-  c.name = name->second;
-  GEOMX_RETURN_IF_ERROR(num("lr", &c.lr));
-  GEOMX_RETURN_IF_ERROR(num("weight_decay", &c.weight_decay));
-  GEOMX_RETURN_IF_ERROR(num("momentum", &c.momentum));
-  GEOMX_RETURN_IF_ERROR(num("beta1", &c.beta1));
-  GEOMX_RETURN_IF_ERROR(num("beta2", &c.beta2));
-  GEOMX_RETURN_IF_ERROR(num("rho", &c.rho));
-  GEOMX_RETURN_IF_ERROR(num("eps", &c.eps));
-  GEOMX_RETURN_IF_ERROR(nn::ValidateOptimizerConfig(c));
-  return c;
-}
-
-// ---- the global server's sink: mean gradient, then the server-side optimizer on its master copy ----
-
-class OptimizerSink final : public comm::AggregateSink {
+// Emulates a slower machine (topology.datacentres[].slowdown): before each update, sleeps (factor - 1) x the
+// time since the previous update returned (the step's data loading, forward and backward).
+class SlowdownUpdate final : public ParameterUpdate {
  public:
-  OptimizerSink(const Recipe& r, int64_t iterations_per_epoch)
-      : server_update_(r.optimizer_where != "worker"),
-        schedule_(r.lr_schedule),
-        per_epoch_(iterations_per_epoch),
-        total_(iterations_per_epoch * r.training.epochs) {}
-
-  void set_aggregator(const comm::SyncAggregator* agg) { aggregator_ = agg; }
-
-  // kControl from the master worker.
-  Status OnControl(const comm::KvRequest& req) {
-    std::map<std::string, std::string> fields;
-    GEOMX_RETURN_IF_ERROR(comm::DecodeFields(req.meta.body, &fields));
-    if (fields["command"] != "set-optimizer") {
-      return Status::InvalidArgument("unknown control command '" + fields["command"] + "'");
-    }
-    GEOMX_ASSIGN_OR_RETURN(nn::OptimizerConfig config, OptimizerFromFields(fields));
-    GEOMX_ASSIGN_OR_RETURN(auto opt, nn::CreateOptimizer(config));
-    std::lock_guard<std::mutex> lock(mu_);
-    base_lr_ = config.lr;
-    optimizer_ = std::move(opt);
-    return Status::Ok();
-  }
-
-  void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors,
-                  comm::AggregateDone done) override {
-    const size_t n = aggregate.count<float>();
-    if (contributors < 1 || aggregate.size() != n * sizeof(float)) {
-      done(Status::InvalidArgument("aggregate of key " + std::to_string(wire_key) + " is not dense f32"), Bytes());
-      return;
-    }
-    Bytes mean(n * sizeof(float));
-    const float* sum = aggregate.as<float>();
-    float* m = reinterpret_cast<float*>(mean.mutable_data());
-    const float scale = 1.0f / static_cast<float>(contributors);
-    for (size_t i = 0; i < n; ++i) m[i] = sum[i] * scale;
-    if (!server_update_) {  // optimizer.where: worker -> the workers step on the mean gradient
-      done(Status::Ok(), std::move(mean));
-      return;
-    }
-    Bytes value;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!optimizer_) {
-        done(Status::FailedPrecondition("no optimizer settings from the master worker yet"), Bytes());
-        return;
-      }
-      auto it = weights_.find(wire_key);
-      if (it == weights_.end()) {
-        std::optional<Bytes> init = aggregator_ ? aggregator_->Stored(wire_key) : std::nullopt;
-        if (!init || init->size() != n * sizeof(float)) {
-          done(Status::FailedPrecondition("key " + std::to_string(wire_key) + " has no initial weights"), Bytes());
-          return;
-        }
-        Tensor w = Tensor::Empty(Shape({static_cast<int64_t>(n)}));
-        std::memcpy(w.raw_data(), init->data(), init->size());
-        it = weights_.emplace(wire_key, w).first;
-      }
-      while (optimizer_->step() < round + 1) optimizer_->AdvanceStep();  // Adam's bias correction counts rounds
-      const int epoch = per_epoch_ > 0 ? static_cast<int>(round / per_epoch_) : 0;
-      optimizer_->SetLr(nn::ScheduledLr(schedule_, base_lr_, round, epoch, total_));
-      Tensor grad = Tensor::Empty(Shape({static_cast<int64_t>(n)}));
-      std::memcpy(grad.raw_data(), mean.data(), mean.size());
-      optimizer_->StepKey(std::to_string(wire_key), grad, &it->second);
-      value = Bytes::Copy(it->second.raw_data(), n * sizeof(float));
-    }
-    done(Status::Ok(), std::move(value));
-  }
-
- private:
-  const bool server_update_;
-  const nn::LrScheduleConfig schedule_;
-  const int64_t per_epoch_;
-  const int64_t total_;
-  const comm::SyncAggregator* aggregator_ = nullptr;
-  std::mutex mu_;
-  std::unique_ptr<nn::Optimizer> optimizer_;  // GUARDED_BY(mu_)
-  float base_lr_ = 0;                          // GUARDED_BY(mu_)
-  std::map<uint64_t, Tensor> weights_;         // GUARDED_BY(mu_): the master copy, per wire key
-};
-
-// ---- the worker's parameter update through the parameter server ----
-
-class PsUpdate final : public ParameterUpdate {
- public:
-  // `kv` and `local_optimizer` are borrowed. With a server-side optimizer the PS returns new weights; otherwise
-  // it returns the mean gradient and `local_optimizer` steps.
-  PsUpdate(comm::KvWorker* kv, bool server_update, nn::Optimizer* local_optimizer)
-      : kv_(kv), server_update_(server_update), local_optimizer_(local_optimizer) {}
-
-  Status PullInitial(const std::vector<nn::Parameter*>& params) {
-    Prepare(params);
-    const int64_t ts = kv_->Pull(keys_, outs_, comm::kInitRound);
-    GEOMX_RETURN_IF_ERROR(kv_->Wait(ts));
-    for (size_t i = 0; i < params.size(); ++i) CopyIn(buffers_[i], params[i]->data());
-    return Status::Ok();
-  }
-
+  SlowdownUpdate(ParameterUpdate* inner, float factor) : inner_(inner), factor_(factor) {}
   Status Apply(const std::vector<nn::Parameter*>& params, int64_t round) override {
-    Prepare(params);
-    std::vector<const float*> values(params.size());
-    std::vector<Tensor> host(params.size());
-    for (size_t i = 0; i < params.size(); ++i) {
-      const Tensor& g = params[i]->grad();
-      if (!g.defined()) {
-        host[i] = Tensor::Zeros(params[i]->data().shape());
-      } else {
-        host[i] = g.To(Device::Cpu());
-      }
-      values[i] = host[i].data<float>();
+    const auto now = std::chrono::steady_clock::now();
+    if (started_) {
+      const std::chrono::duration<double> compute = now - last_;
+      std::this_thread::sleep_for(std::chrono::duration<double>(compute.count() * (factor_ - 1.0f)));
     }
-    const int64_t ts = kv_->PushPull(keys_, values, outs_, round);
-    GEOMX_RETURN_IF_ERROR(kv_->Wait(ts));
-    if (server_update_) {
-      for (size_t i = 0; i < params.size(); ++i) CopyIn(buffers_[i], params[i]->data());
-    } else {
-      for (size_t i = 0; i < params.size(); ++i) {
-        Tensor mean = Tensor::FromVector(buffers_[i], params[i]->data().shape(), params[i]->data().device());
-        params[i]->var().set_grad(mean);
-      }
-      local_optimizer_->Step(params);
-    }
-    return Status::Ok();
+    Status s = inner_->Apply(params, round);
+    last_ = std::chrono::steady_clock::now();
+    started_ = true;
+    return s;
   }
+  bool Finished() const override { return inner_->Finished(); }
 
  private:
-  void Prepare(const std::vector<nn::Parameter*>& params) {
-    if (!keys_.empty()) return;
-    for (size_t i = 0; i < params.size(); ++i) {
-      keys_.push_back(i);
-      buffers_.emplace_back(static_cast<size_t>(params[i]->numel()));
-    }
-    for (auto& b : buffers_) outs_.push_back(b.data());
-  }
-  static void CopyIn(const std::vector<float>& src, const Tensor& dst) {
-    if (dst.device().is_cpu()) {
-      std::memcpy(dst.raw_data(), src.data(), src.size() * sizeof(float));
-    } else {
-      Tensor host = Tensor::FromVector(src, dst.shape(), dst.device());
-      Tensor(dst).CopyFrom(host);
-    }
-  }
-
-  comm::KvWorker* kv_;
-  const bool server_update_;
-  nn::Optimizer* local_optimizer_;
-  std::vector<uint64_t> keys_;
-  std::vector<std::vector<float>> buffers_;
-  std::vector<float*> outs_;
+  ParameterUpdate* inner_;
+  const float factor_;
+  bool started_ = false;
+  std::chrono::steady_clock::time_point last_;
 };
+
+ClusterContext MakeContext(const Recipe& recipe, RunSetup* setup) {
+  ClusterContext ctx;
+  ctx.recipe = &recipe;
+  ctx.setup = setup;
+  ctx.iterations_per_epoch =
+      FsaIterationsPerEpoch(setup->data.train->size(), recipe.topology.total_workers(), recipe.data.batch_size);
+  ctx.links = ResolveLinks(recipe.accelerators);
+  return ctx;
+}
 
 std::string ServerName(const std::string& party, int rank) { return party + "/server" + std::to_string(rank); }
 std::string WorkerName(const std::string& party, int rank) { return party + "/worker" + std::to_string(rank); }
@@ -336,21 +179,14 @@ Status RunScheduler(const Recipe& recipe, const std::string& party, const Cluste
 
 Status RunGlobalServer(const Recipe& recipe, int rank, const ClusterEnv& env) {
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
-  const int world = recipe.topology.total_workers();
-  const int64_t per_epoch = FsaIterationsPerEpoch(setup.data.train->size(), world, recipe.data.batch_size);
+  const ClusterContext ctx = MakeContext(recipe, &setup);
   const std::string name = std::string(kCentral) + "/global-server" + std::to_string(rank);
   auto van = env.make_van(name);
   Postoffice po(GlobalTier(recipe, env), NodeInfo{-1, NodeRole::kServer, rank, name, kCentral, ""}, van.get());
   GEOMX_RETURN_IF_ERROR(po.Start(env.node_bind(name, recipe.topology.central_host)));
   GEOMX_ASSIGN_OR_RETURN(KeyLayout layout, Layout(recipe, *setup.model, recipe.topology.global_servers));
-  OptimizerSink sink(recipe, per_epoch);
-  comm::SyncAggregatorOptions opts;
-  // Each slice is held by one local server per data centre, so one push per data centre and round arrives.
-  opts.expected_senders = static_cast<int>(recipe.topology.datacentres.size());
-  opts.on_control = [&sink](const comm::KvRequest& req) { return sink.OnControl(req); };
-  GEOMX_ASSIGN_OR_RETURN(auto aggregator, comm::SyncAggregator::Create(layout, opts, &sink));
-  sink.set_aggregator(aggregator.get());
-  comm::KvServer server(&po, kAppId, aggregator.get());
+  GEOMX_ASSIGN_OR_RETURN(auto policy, MakeGlobalServerPolicy(ctx, layout));
+  comm::KvServer server(&po, kAppId, policy->handler());
   GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
   return FinalizeWhenDone(po);
 }
@@ -359,6 +195,7 @@ Status RunLocalServer(const Recipe& recipe, const std::string& party, int rank, 
   GEOMX_ASSIGN_OR_RETURN(int dc_index, FindDataCentre(recipe, party));
   const DataCentre& dc = recipe.topology.datacentres[dc_index];
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
+  const ClusterContext ctx = MakeContext(recipe, &setup);
   const std::string name = ServerName(party, rank);
 
   // Upward: a worker of the global tier.
@@ -377,11 +214,9 @@ Status RunLocalServer(const Recipe& recipe, const std::string& party, int rank, 
                       local_van.get());
   GEOMX_RETURN_IF_ERROR(local_po.Start(env.node_bind(name, dc.host)));
   GEOMX_ASSIGN_OR_RETURN(KeyLayout local_layout, Layout(recipe, *setup.model, dc.servers));
-  comm::ForwardSink sink(upper.get());
-  comm::SyncAggregatorOptions opts;
-  opts.expected_senders = dc.workers;
-  GEOMX_ASSIGN_OR_RETURN(auto aggregator, comm::SyncAggregator::Create(local_layout, opts, &sink));
-  comm::KvServer server(&local_po, kAppId, aggregator.get());
+  GEOMX_ASSIGN_OR_RETURN(auto policy,
+                         MakeLocalServerPolicy(ctx, local_layout, LocalServerArgs{dc_index, rank, upper.get()}));
+  comm::KvServer server(&local_po, kAppId, policy->handler());
   // Teardown, also on early returns: upward requests still pending are cancelled first, while the aggregator,
   // the server and both postoffices that their callbacks reach are alive.
   struct CancelUpward {
@@ -395,6 +230,7 @@ Status RunLocalServer(const Recipe& recipe, const std::string& party, int rank, 
 
 Status RunMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));  // initial weights from recipe.seed
+  const ClusterContext ctx = MakeContext(recipe, &setup);
   const std::string name = std::string(kCentral) + "/master-worker";
   auto van = env.make_van(name);
   Postoffice po(GlobalTier(recipe, env), NodeInfo{-1, NodeRole::kWorker, MasterWorkerRank(recipe), name, kCentral, ""},
@@ -403,17 +239,8 @@ Status RunMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
   GEOMX_ASSIGN_OR_RETURN(KeyLayout layout, Layout(recipe, *setup.model, recipe.topology.global_servers));
   comm::KvWorker kv(&po, kAppId, layout);
   GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
-  GEOMX_RETURN_IF_ERROR(kv.SendControl(comm::EncodeFields(OptimizerFields(recipe.optimizer))));
-  std::vector<uint64_t> keys;
-  std::vector<Tensor> host;
-  std::vector<const float*> values;
-  for (nn::Parameter* p : setup.model->Parameters()) {
-    keys.push_back(keys.size());
-    host.push_back(p->data().To(Device::Cpu()));
-  }
-  for (const Tensor& t : host) values.push_back(t.data<float>());
-  GEOMX_RETURN_IF_ERROR(kv.Wait(kv.Push(keys, values, comm::kInitRound)));
-  GEOMX_LOG(kInfo) << "master worker: optimizer " << recipe.optimizer.name << " and " << keys.size()
+  GEOMX_RETURN_IF_ERROR(SendInitialState(ctx, kv));
+  GEOMX_LOG(kInfo) << "master worker: optimizer " << recipe.optimizer.name << " and " << setup.model->Parameters().size()
                    << " initial tensors sent to the global servers";
   return FinalizeWhenDone(po);
 }
@@ -423,6 +250,7 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
   GEOMX_ASSIGN_OR_RETURN(int dc_index, FindDataCentre(recipe, party));
   const DataCentre& dc = recipe.topology.datacentres[dc_index];
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
+  const ClusterContext ctx = MakeContext(recipe, &setup);
   nn::Module& model = *setup.model;
   auto opt_or = nn::CreateOptimizer(recipe.optimizer);
   if (!opt_or.ok()) return opt_or.status().WithContext("optimizer");
@@ -435,8 +263,17 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
   GEOMX_ASSIGN_OR_RETURN(KeyLayout layout, Layout(recipe, model, dc.servers));
   comm::KvWorker kv(&po, kAppId, layout);
   GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
-  PsUpdate update(&kv, recipe.optimizer_where != "worker", optimizer.get());
-  GEOMX_RETURN_IF_ERROR(update.PullInitial(model.Parameters()));
+  WorkerArgs wargs;
+  wargs.dc_index = dc_index;
+  wargs.rank = rank;
+  wargs.worker_index = WorkerIndex(recipe, dc_index, rank);
+  wargs.kv = &kv;
+  wargs.optimizer = optimizer.get();
+  wargs.env = &env;
+  GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<WorkerSync> sync, MakeWorkerSync(ctx, wargs));
+  GEOMX_RETURN_IF_ERROR(sync->PullInitial(model.Parameters()));
+  SlowdownUpdate slowed(sync.get(), dc.slowdown);
+  ParameterUpdate* update = dc.slowdown > 1.0f ? static_cast<ParameterUpdate*>(&slowed) : sync.get();
 
   const int world = recipe.topology.total_workers();
   const int index = WorkerIndex(recipe, dc_index, rank);
@@ -448,8 +285,9 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
   to.schedule = recipe.lr_schedule;
   to.base_lr = recipe.optimizer.lr;
   to.device = setup.device;
-  to.iterations_per_epoch = FsaIterationsPerEpoch(setup.data.train->size(), world, recipe.data.batch_size);
+  to.iterations_per_epoch = ctx.iterations_per_epoch;
   to.evaluate = evaluator;
+  sync->Configure(&to);
 
   std::optional<RunDir> run;
   std::unique_ptr<Progress> progress;
@@ -465,7 +303,7 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
     listener = std::make_unique<RunListener>(&*run, progress.get(), &model, optimizer.get(), recipe.model.name,
                                              traffic);
   }
-  Trainer trainer(to, &model, optimizer.get(), &loader, setup.data.test.get(), listener.get(), interrupted, &update);
+  Trainer trainer(to, &model, optimizer.get(), &loader, setup.data.test.get(), listener.get(), interrupted, update);
   TrainState state;
   Result<StopReason> reason = trainer.Run(&state);
   if (run) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "cli/recipe_schema.h"
+#include "cli/sync_rules.h"
 #include "cli/topology_rules.h"
 
 namespace geomx::cli {
@@ -206,6 +207,10 @@ class RecipeReader {
   // Rules that involve more than one key; skipped when one of the keys already has an error.
   void CrossCheck() {
     if (recipe_.has_topology) CheckTopology();
+    {
+      auto has_error = [this](const std::string& path) { return bad_paths_.count(path) > 0; };
+      for (const TopologyRuleViolation& v : CheckSyncRules(recipe_, has_error)) Error(OriginOf(v.at), v.path, v.message);
+    }
     const Recipe& r = recipe_;
     if (r.training.stop_at_target && r.training.target_accuracy <= 0 &&
         Clean({"training.stop_at_target", "training.target_accuracy"})) {
@@ -480,6 +485,7 @@ class RecipeReader {
     for (const TopologyRuleViolation& v : CheckTopologyRules(recipe_, has_error)) {
       Error(OriginOf(v.at), v.path, v.message);
     }
+
     bool topology_clean = issues_.size() == issues_before &&
                           std::none_of(bad_paths_.begin(), bad_paths_.end(),
                                        [](const std::string& p) { return IsTopologyPath(p); });

@@ -30,6 +30,38 @@ struct TrainingConfig {
   int64_t log_every = 50;          // progress line every N iterations when stdout is not a terminal, >= 1
 };
 
+// Recipe section `sync` (docs/synchronization.md): how the tiers synchronise. Keys of other modes are ignored.
+struct SyncConfig {
+  std::string mode = "fsa";        // fsa | mixed | hfa | diloco | esync
+  int max_staleness = 0;           // mixed: an applied update is at most this many updates stale; 0 = no bound
+  float dcasgd_lambda = 0.0f;      // mixed: DC-ASGD delay compensation at the global server; 0 = off
+  bool dcasgd_adaptive = false;    // mixed: lambda / sqrt(running mean square of the gradient)
+  float dcasgd_decay = 0.95f;      // adaptive DC-ASGD: decay of the mean square
+  int k1 = 20;                     // hfa, diloco: local steps per data-centre average
+  int k2 = 10;                     // hfa, diloco: data-centre averages per global synchronisation
+  float outer_lr = 0.7f;           // diloco: outer learning rate (Nesterov)
+  float outer_momentum = 0.9f;     // diloco: outer momentum
+  int esync_max_local_steps = 16;  // esync: most local steps a worker takes in one round
+  float esync_global_lr = 1.0f;    // esync: scale of the averaged model delta
+};
+
+// Recipe section `accelerators` (docs/accelerators.md). Link values: auto (from `compression`) | none | fp16 | bsc
+// | mpq; see LinkScheme in comm/compression/link_codec.h.
+struct AcceleratorsConfig {
+  std::string compression = "none";  // none | bsc | fp16 | mpq: the preset of the four links (GeoMX's table)
+  float bsc_ratio = 0.01f;           // kept fraction of each large tensor on a bsc push, (0, 1)
+  float bsc_momentum = 0.0f;         // momentum correction of the bsc residual, [0, 1)
+  std::string bsc_selection = "exact";  // exact | sampled
+  float bsc_sample_fraction = 0.005f;   // sampled: share of the elements sampled for the threshold, (0, 1]
+  int64_t size_lower_bound = 1000;      // bsc, mpq: slices with fewer elements are never sparsified (mpq: FP16)
+  std::string worker_to_local = "auto";
+  std::string local_to_global = "auto";
+  std::string global_to_local = "auto";
+  std::string local_to_worker = "auto";
+  bool p3 = false;                   // accelerators.p3.enabled
+  int64_t p3_slice_elements = 40000; // accelerators.p3.slice_elements
+};
+
 struct Recipe {
   std::string source;        // file the recipe came from ("<string>" when parsed from text)
   std::string name = "run";  // [A-Za-z0-9._-]+, used in the run folder name
@@ -45,6 +77,8 @@ struct Recipe {
   // No effect without a topology. Recipe key: optimizer.where.
   std::string optimizer_where = "global-server";
   TrainingConfig training;
+  SyncConfig sync;
+  AcceleratorsConfig accelerators;
   // The parameter-server hierarchy (recipe section `topology`, docs/deployment.md). Meaningful only when
   // has_topology: a recipe without the section trains in one process, as before.
   bool has_topology = false;

@@ -18,6 +18,7 @@ RecipeRange Between(double lo, bool lo_open, double hi, bool hi_open) {
   return {.has_min = true, .min = lo, .min_open = lo_open, .has_max = true, .max = hi, .max_open = hi_open};
 }
 const RecipeRange kUnitOpenAbove = Between(0, false, 1, true);  // [0, 1)
+const std::vector<std::string_view> kLinkSchemes = {"auto", "none", "fp16", "bsc", "mpq"};
 
 // ---- extra syntax checks ----
 std::string CheckRunName(std::string_view v) {
@@ -204,6 +205,69 @@ std::vector<RecipeKey> BuildTable() {
       {.path = "training.log_every", .field = [](R r) -> F { return &r.training.log_every; }, .range = AtLeast(1),
        .help = "A progress line every N iterations when stdout is not a terminal."},
 
+      {.path = "sync.mode", .field = [](R r) -> F { return &r.sync.mode; },
+       .allowed = {"fsa", "mixed", "hfa", "diloco", "esync"}, .noun = "sync mode",
+       .help = "With a topology: fsa = synchronous on both tiers; mixed = synchronous inside a data centre, "
+       "asynchronous between them; hfa = k1 local steps, k2 local averages per global average; diloco = hfa "
+       "with an outer Nesterov optimizer; esync = per-worker local steps set by a state server."},
+      {.path = "sync.max_staleness", .field = [](R r) -> F { return &r.sync.max_staleness; }, .range = AtLeast(0),
+       .help = "mixed: an update is applied only if at most this many other updates of its key were applied "
+       "since its data centre read the weights (faster data centres wait); 0 = no bound."},
+      {.path = "sync.dcasgd.lambda", .field = [](R r) -> F { return &r.sync.dcasgd_lambda; }, .range = AtLeast(0),
+       .help = "mixed: DC-ASGD delay compensation strength at the global server; 0 = off."},
+      {.path = "sync.dcasgd.adaptive", .field = [](R r) -> F { return &r.sync.dcasgd_adaptive; },
+       .help = "mixed: adaptive DC-ASGD (lambda divided by the root of the gradient's running mean square)."},
+      {.path = "sync.dcasgd.decay", .field = [](R r) -> F { return &r.sync.dcasgd_decay; },
+       .range = kUnitOpenAbove, .help = "adaptive DC-ASGD: decay of the running mean square."},
+      {.path = "sync.k1", .field = [](R r) -> F { return &r.sync.k1; }, .range = AtLeast(1),
+       .help = "hfa, diloco: local steps of every worker between two data-centre averages."},
+      {.path = "sync.k2", .field = [](R r) -> F { return &r.sync.k2; }, .range = AtLeast(1),
+       .help = "hfa, diloco: data-centre averages between two global synchronisations over the WAN."},
+      {.path = "sync.outer.lr", .field = [](R r) -> F { return &r.sync.outer_lr; }, .range = Above(0),
+       .help = "diloco: learning rate of the outer Nesterov step on the averaged model delta."},
+      {.path = "sync.outer.momentum", .field = [](R r) -> F { return &r.sync.outer_momentum; },
+       .range = kUnitOpenAbove, .help = "diloco: momentum of the outer Nesterov step."},
+      {.path = "sync.esync.max_local_steps", .field = [](R r) -> F { return &r.sync.esync_max_local_steps; },
+       .range = Between(1, false, 1000, false), .help = "esync: most local steps a worker takes in one round."},
+      {.path = "sync.esync.global_lr", .field = [](R r) -> F { return &r.sync.esync_global_lr; },
+       .range = Above(0), .help = "esync: the averaged model delta is applied scaled by this."},
+
+      {.path = "accelerators.compression", .field = [](R r) -> F { return &r.accelerators.compression; },
+       .allowed = {"none", "bsc", "fp16", "mpq"}, .noun = "compression",
+       .help = "With a topology: the preset of the four links. bsc = Bi-Sparse between local and global "
+       "servers; fp16 = FP16 on every link; mpq = FP16 for small tensors, Bi-Sparse for large ones on the WAN."},
+      {.path = "accelerators.bsc.ratio", .field = [](R r) -> F { return &r.accelerators.bsc_ratio; },
+       .range = Between(0, true, 1, true), .help = "Fraction of each large tensor's elements a bsc push keeps."},
+      {.path = "accelerators.bsc.momentum", .field = [](R r) -> F { return &r.accelerators.bsc_momentum; },
+       .range = kUnitOpenAbove,
+       .help = "Momentum correction of the bsc residual (DGC); 0 = plain error feedback."},
+      {.path = "accelerators.bsc.selection", .field = [](R r) -> F { return &r.accelerators.bsc_selection; },
+       .allowed = {"exact", "sampled"}, .noun = "selection",
+       .help = "How bsc finds its top-k: exact selection, or a threshold estimated from a fresh random sample."},
+      {.path = "accelerators.bsc.sample_fraction",
+       .field = [](R r) -> F { return &r.accelerators.bsc_sample_fraction; }, .range = Between(0, true, 1, false),
+       .help = "sampled selection: share of the elements sampled to estimate the threshold."},
+      {.path = "accelerators.size_lower_bound", .field = [](R r) -> F { return &r.accelerators.size_lower_bound; },
+       .range = AtLeast(1), .help = "bsc, mpq: slices with fewer elements stay dense (mpq: FP16)."},
+      {.path = "accelerators.links.worker_to_local",
+       .field = [](R r) -> F { return &r.accelerators.worker_to_local; }, .allowed = kLinkSchemes, .noun = "scheme",
+       .help = "Pushes from workers to their local server; auto = from accelerators.compression."},
+      {.path = "accelerators.links.local_to_global",
+       .field = [](R r) -> F { return &r.accelerators.local_to_global; }, .allowed = kLinkSchemes, .noun = "scheme",
+       .help = "Pushes from local servers to the global servers (WAN)."},
+      {.path = "accelerators.links.global_to_local",
+       .field = [](R r) -> F { return &r.accelerators.global_to_local; }, .allowed = kLinkSchemes, .noun = "scheme",
+       .help = "Answers of the global servers to the local servers (WAN)."},
+      {.path = "accelerators.links.local_to_worker",
+       .field = [](R r) -> F { return &r.accelerators.local_to_worker; }, .allowed = kLinkSchemes, .noun = "scheme",
+       .help = "Answers of the local servers to their workers."},
+      {.path = "accelerators.p3.enabled", .field = [](R r) -> F { return &r.accelerators.p3; },
+       .help = "P3: workers send gradient slices first layers first and start the next forward pass of a layer "
+       "as soon as its parameters are back."},
+      {.path = "accelerators.p3.slice_elements",
+       .field = [](R r) -> F { return &r.accelerators.p3_slice_elements; }, .range = AtLeast(1),
+       .help = "P3: elements per slice (the unit of priority and pre-emption)."},
+
       // The parameter-server hierarchy (comm::Topology). Printed, and meaningful, only when the recipe has it.
       {.path = "topology.central.host", .field = [](R r) -> F { return &r.topology.central_host; },
        .help = "Host of the central party: global scheduler, global servers, master worker.",
@@ -214,6 +278,9 @@ std::vector<RecipeKey> BuildTable() {
       {.path = "topology.central.scheduler_port",
        .field = [](R r) -> F { return &r.topology.global_scheduler_port; }, .range = kPort,
        .help = "Port of the global scheduler; 0 = a free port picked by `geomx train` (one host only)."},
+      {.path = "topology.central.state_server_port",
+       .field = [](R r) -> F { return &r.topology.state_server_port; }, .range = kPort,
+       .help = "sync.mode esync: port of the state server; 0 = a free port picked by `geomx train`."},
       {.path = "topology.datacentres", .field = [](R r) -> F { return &r.topology.datacentres; },
        .help = "The data centres, each a mapping with the keys of `topology.datacentres[]` below.",
        .allowed_doc = "at least 1 item; names unique"},
@@ -237,6 +304,10 @@ std::vector<RecipeKey> BuildTable() {
       {.path = "topology.datacentres[].scheduler_port",
        .item_field = [](R r, size_t i) -> F { return &r.topology.datacentres[i].scheduler_port; },
        .range = kPort, .help = "Port of the data centre's scheduler; 0 = a free port picked by `geomx train`."},
+      {.path = "topology.datacentres[].slowdown",
+       .item_field = [](R r, size_t i) -> F { return &r.topology.datacentres[i].slowdown; },
+       .range = Between(1, false, 1000, false),
+       .help = "Heterogeneity emulation: the data centre's workers take this many times as long per step."},
       {.path = "topology.links.wan.bandwidth",
        .field = [](R r) -> F { return BandwidthField{&r.topology.options.wan.bandwidth_bps}; },
        .help = "Emulated bandwidth of each link between parties, in bits/s; 0 = unlimited.",

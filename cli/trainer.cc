@@ -190,6 +190,10 @@ Result<StopReason> Trainer::Run(TrainState* state) {
       window_train_s_ += step_s;
       ++window_steps_;
       evaluated_at_current = false;
+      if (update_->Finished()) {
+        reason = StopReason::kCompleted;
+        stop = true;
+      }
 
       if (listener_) {
         ProgressInfo p;

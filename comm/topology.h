@@ -23,12 +23,16 @@ struct DataCentre {
   int workers = 1;      // >= 1
   int servers = 1;      // local servers, >= 1
   int scheduler_port = 0;  // 0: picked by the launcher (single host) / must be set for multi-host runs
+  // Heterogeneity emulation: every worker of this data centre takes this many times as long per training step
+  // (it sleeps (slowdown - 1) x its measured step time). 1 = as fast as the machine allows.
+  float slowdown = 1.0f;
 };
 
 struct Topology {
   std::string central_host = "127.0.0.1";
   int global_servers = 1;       // >= 1
   int global_scheduler_port = 0;
+  int state_server_port = 0;    // ESync's state server (sync.mode esync), on central_host; 0 = picked at start
   std::vector<DataCentre> datacentres;  // >= 1
   CommOptions options;
 

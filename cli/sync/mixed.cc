@@ -1,0 +1,11 @@
+// PLACEHOLDER until the mode lands: every factory refuses with kUnimplemented.
+#include "cli/sync/sync_mode.h"
+
+namespace geomx::cli {
+namespace {
+Status NotYet(const char* what) { return Status::Unimplemented(std::string(what) + " is not built yet"); }
+}  // namespace
+Result<std::unique_ptr<ServerPolicy>> MakeMixedGlobalServer(const ClusterContext&, const comm::KeyLayout&) {
+  return NotYet("sync.mode mixed");
+}
+}  // namespace geomx::cli

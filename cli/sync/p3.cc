@@ -1,0 +1,9 @@
+// PLACEHOLDER until the mode lands: every factory refuses with kUnimplemented.
+#include "cli/sync/sync_mode.h"
+
+namespace geomx::cli {
+namespace {
+Status NotYet(const char* what) { return Status::Unimplemented(std::string(what) + " is not built yet"); }
+}  // namespace
+Result<std::unique_ptr<WorkerSync>> MakeP3Worker(const ClusterContext&, const WorkerArgs&) { return NotYet("P3"); }
+}  // namespace geomx::cli

@@ -1,0 +1,88 @@
+// Compression of the values that travel between parameter-server tiers (recipe `accelerators`,
+// docs/accelerators.md, wire format in docs/wire_format.md "Compressed frames").
+//
+// A compressed request carries Meta.codec == kCompressedCodec and one self-describing *frame* per wire key:
+//   header: u32 magic 'GXC1' | u8 kind | u8 reserved[3] | u64 length (elements of the dense slice)
+//   kind kRaw    length x f32
+//   kind kFp16   length x IEEE binary16 (round-to-nearest-even, subnormals, inf, NaN preserved)
+//   kind kSparse u64 count | count x u32 index (strictly increasing, < length) | count x f32 value
+// A receiver decodes any frame without knowing which compressor made it (DecodeFrame / AddFrame), so one
+// request may mix kinds (MPQ: small slices FP16, large ones sparse).
+//
+// A Compressor turns one dense slice into a frame. It is immutable and shared; everything it remembers between
+// calls (error-feedback residual, momentum, the call counter that seeds sampling) lives in the caller's
+// CompressorState, one per (link, wire key), kept by the *sender*. Built-in compressors (registry names):
+//   "raw"     kRaw, lossless
+//   "fp16"    kFp16
+//   "sparse"  lossless: every non-zero as (index, value); falls back to kRaw when that is smaller (used on pull
+//             links, where the value is a sum of sparse pushes: Bi-Sparse's "union of selections")
+//   "bsc"     Bi-Sparse push (DGC-style): u = m*u + g (momentum correction, m = config.momentum), v += u (or
+//             v += g when m == 0); keep k = max(1, floor(ratio*length)) entries of largest |v| (exact
+//             selection, or a threshold estimated from a fresh random sample: config.selection); send them as
+//             kSparse; zero them in v (and u): what was not sent stays in the residual v.
+//             Invariant (tested): sum of everything decoded + residual == sum of everything pushed (m == 0).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/base/bytes.h"
+#include "engine/base/registry.h"
+#include "engine/base/status.h"
+
+namespace geomx::comm {
+
+inline constexpr const char* kCompressedCodec = "gx";
+
+enum class FrameKind : uint8_t { kRaw = 0, kFp16 = 1, kSparse = 2 };
+
+struct CompressorConfig {
+  float ratio = 0.01f;            // bsc: kept fraction, (0, 1)
+  float momentum = 0.0f;          // bsc: momentum correction, [0, 1)
+  bool sampled = false;           // bsc: threshold from a random sample instead of exact selection
+  float sample_fraction = 0.005f; // bsc sampled: share of elements sampled (at least a few hundred are taken)
+  uint64_t seed = 42;             // bsc sampled: mixed with the state's call counter: fresh randomness per call
+};
+
+// The sender's memory for one wire key of one link. Empty until the first Encode.
+struct CompressorState {
+  std::vector<float> residual;  // bsc: v
+  std::vector<float> momentum;  // bsc: u
+  uint64_t calls = 0;
+};
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  virtual std::string_view name() const = 0;
+  // Encodes one dense slice. The state must belong to this (link, wire key); its vectors are sized on first use
+  // (a later call with another length is kInvalidArgument).
+  virtual Result<Bytes> Encode(std::span<const float> values, CompressorState& state) const = 0;
+};
+
+using CompressorRegistry = Registry<Compressor, const CompressorConfig&>;
+
+// kNotFound listing the known names for an unknown name.
+Result<std::unique_ptr<Compressor>> MakeCompressor(const std::string& name, const CompressorConfig& config);
+
+// The dense slice length a frame describes; kDataLoss for a frame that is not well formed (bad magic, kind,
+// truncated, trailing bytes, indices out of range or not increasing, counts that do not match the size).
+Result<uint64_t> FrameLength(const Bytes& frame);
+// Checks a frame completely (as FrameLength) and that it describes `length` elements.
+Status ValidateFrame(const Bytes& frame, uint64_t length);
+// out = decoded frame (out.size() must equal the frame's length). Validates first; `out` is untouched on error.
+Status DecodeFrame(const Bytes& frame, std::span<float> out);
+// acc += decoded frame (the reducer "gx_sum"). Validates first; `acc` is untouched on error.
+Status AddFrame(const Bytes& frame, std::span<float> acc);
+// A kRaw frame of `values` (e.g. initial weights sent into a compressed tier).
+Bytes RawFrame(std::span<const float> values);
+
+// IEEE 754 binary32 <-> binary16, round-to-nearest-even; F16C instructions when the CPU has them.
+void FloatToHalf(std::span<const float> in, std::span<uint16_t> out);
+void HalfToFloat(std::span<const uint16_t> in, std::span<float> out);
+
+}  // namespace geomx::comm
