@@ -1,6 +1,8 @@
 // `geomx bench kernels`: measures training samples/s of geomx-cnn (forward, loss, backward, Adam) for each batch
 // size x thread count, runs the PyTorch peer (bench/peers/torch_cnn.py) on the same configurations in the same
 // run, and prints the ratio. No thresholds: the numbers are reported, never asserted.
+// `geomx bench RECIPE --configs ...`: its options are declared here (AddBenchRecipeOptions); the harness is
+// cli/bench/bench_runner.cc.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +12,10 @@
 #include <string>
 #include <utility>
 
+#include <CLI/CLI.hpp>
+
+#include "cli/bench/bench_config.h"
+#include "cli/bench/bench_runner.h"
 #include "cli/commands.h"
 #include "cli/json_writer.h"
 #include "cli/trainer.h"
@@ -157,4 +163,31 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f) {
   return Status::Ok();
 }
 
+namespace bench {
+
+void AddBenchRecipeOptions(CLI::App* bench, BenchRecipeFlags* f) {
+  std::string presets;
+  for (const std::string& p : PresetNames()) presets.append(presets.empty() ? "" : ", ").append(p);
+  std::string accs;
+  for (const std::string& a : AcceleratorSuffixes()) accs.append(accs.empty() ? "" : ", ").append(a);
+  bench->add_option("recipe", f->recipe,
+                    "Recipe with a topology: run its job once per --configs configuration and compare them");
+  std::string help = "Comma-separated configurations: a preset (";
+  help.append(presets).append(") plus accelerators joined with + (").append(accs);
+  help.append("), optionally with overrides in brackets: hips+bsc[accelerators.bsc.ratio=0.001]");
+  bench->add_option("--configs", f->configs, help);
+  bench->add_option("--set", f->sets, "Recipe override for every configuration (key.path=value), repeatable");
+  bench->add_option("--wan", f->wan, "WAN RATE/DELAY for every configuration, e.g. 50mbit/25ms");
+  bench->add_option("--target-accuracy", f->target_accuracy, "Target test accuracy (default: the recipe's)");
+  bench->add_option("--max-time", f->max_time_s, "Wall-clock limit per configuration run, seconds (0 = none)");
+  bench->add_option("--repeat", f->repeat, "Runs per configuration; the table shows medians")
+      ->check(CLI::Range(1, 100));
+  bench->add_flag("--netns", f->netns,
+                  "Real Linux shaping (root): a network namespace per party, tc tbf rate, user-space delay line");
+  bench->add_option("--out", f->out, "Bench folder (default runs/bench-<name>-<timestamp>)");
+  bench->add_option("--python", f->python, "Python with torch for the ddp peer (Debian python3-torch)");
+  bench->add_option("--ddp-script", f->ddp_script, "The DDP peer (default bench/peers/ddp_train.py)");
+}
+
+}  // namespace bench
 }  // namespace geomx::cli

@@ -101,7 +101,10 @@ std::vector<KeySpec> ModelKeys(nn::Module& model) {
 }
 
 Result<KeyLayout> Layout(const Recipe& r, nn::Module& model, int num_servers) {
-  return KeyLayout::Build(ModelKeys(model), num_servers, r.topology.options.split_bytes);
+  const int64_t split = r.accelerators.p3  // P3: slices of at most accelerators.p3.slice_elements, on every tier
+                            ? std::min(r.topology.options.split_bytes, r.accelerators.p3_slice_elements * int64_t{4})
+                            : r.topology.options.split_bytes;
+  return KeyLayout::Build(ModelKeys(model), num_servers, split);
 }
 
 // Servers and schedulers wait for the end of the job in Finalize, which gives up after request_timeout_ms; a

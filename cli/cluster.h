@@ -53,6 +53,8 @@ Status RunScheduler(const Recipe& recipe, const std::string& party, const Cluste
 Status RunGlobalServer(const Recipe& recipe, int rank, const ClusterEnv& env);
 Status RunLocalServer(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env);
 Status RunMasterWorker(const Recipe& recipe, const ClusterEnv& env);
+// sync.mode esync: the state server that decides each worker's local steps per round (cli/sync/esync.h).
+Status RunStateServer(const Recipe& recipe, const ClusterEnv& env);
 // Trains. Worker 0 of the first data centre evaluates and writes the run folder's files.
 Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env,
                  const std::atomic<bool>* interrupted);

@@ -1,9 +1,11 @@
 #include "cli/local_topology.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string_view>
 #include <system_error>
 
@@ -18,6 +20,26 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kLoopback[] = "127.0.0.1";
+
+// `geomx bench --netns` (cli/bench/netns.h) sets GEOMX_PARTY_NETNS="party=ns@ip;...": each listed party's processes
+// then run in its network namespace (`ip netns exec NS`) and the party's host is that address, not loopback.
+struct PartyNetns {
+  std::string ns, ip;
+};
+std::map<std::string, PartyNetns> PartyNetnsFromEnv() {
+  std::map<std::string, PartyNetns> out;
+  const char* env = std::getenv("GEOMX_PARTY_NETNS");
+  std::string_view rest = env != nullptr ? env : "";
+  while (!rest.empty()) {
+    const std::string_view item = rest.substr(0, rest.find(';'));
+    rest.remove_prefix(std::min(rest.size(), item.size() + 1));
+    const size_t eq = item.find('='), at = item.find('@');
+    if (eq == std::string_view::npos || at == std::string_view::npos || at < eq) continue;
+    out[std::string(item.substr(0, eq))] = {std::string(item.substr(eq + 1, at - eq - 1)),
+                                            std::string(item.substr(at + 1))};
+  }
+  return out;
+}
 
 std::string ShellQuote(const std::string& arg) {
   bool plain = !arg.empty();
@@ -54,12 +76,15 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
   // Scheduler ports: the recipe's, or free loopback ports for those left at 0.
   int zeros = t.global_scheduler_port == 0 ? 1 : 0;
   for (const comm::DataCentre& d : t.datacentres) zeros += d.scheduler_port == 0 ? 1 : 0;
+  const bool esync = recipe.sync.mode == "esync";  // + the ESync state server
+  zeros += esync && t.state_server_port == 0 ? 1 : 0;
   GEOMX_ASSIGN_OR_RETURN(std::vector<int> free_ports, PickFreePorts(kLoopback, zeros));
   size_t next_free = 0;
   auto port_or_free = [&](int port) { return port != 0 ? port : free_ports[next_free++]; };
   const int global_port = port_or_free(t.global_scheduler_port);
   std::vector<int> dc_ports;
   for (const comm::DataCentre& d : t.datacentres) dc_ports.push_back(port_or_free(d.scheduler_port));
+  const int state_port = esync ? port_or_free(t.state_server_port) : 0;
 
   LocalTopologyPlan plan;
   plan.run_dir = !flags.resume.empty() ? flags.resume
@@ -69,15 +94,22 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
   // What every process is told on top of the recipe file: the user's overrides, then loopback hosts and the ports.
   std::vector<std::string> common;
   for (const std::string& s : flags.sets) common.insert(common.end(), {"--set", s});
-  if (t.central_host != kLoopback) {
-    common.insert(common.end(), {"--set", "topology.central.host=" + std::string(kLoopback)});
+  const std::map<std::string, PartyNetns> netns = PartyNetnsFromEnv();
+  auto host_of = [&](const std::string& party) {
+    const auto it = netns.find(party);
+    return it == netns.end() ? std::string(kLoopback) : it->second.ip;
+  };
+  if (t.central_host != host_of("central")) {
+    common.insert(common.end(), {"--set", "topology.central.host=" + host_of("central")});
   }
   common.insert(common.end(), {"--set", "topology.central.scheduler_port=" + std::to_string(global_port)});
   for (size_t i = 0; i < t.datacentres.size(); ++i) {
     const std::string item = "topology.datacentres[" + std::to_string(i) + "].";
-    if (t.datacentres[i].host != kLoopback) common.insert(common.end(), {"--set", item + "host=" + kLoopback});
+    const std::string host = host_of(t.datacentres[i].name);
+    if (t.datacentres[i].host != host) common.insert(common.end(), {"--set", item + "host=" + host});
     common.insert(common.end(), {"--set", item + "scheduler_port=" + std::to_string(dc_ports[i])});
   }
+  if (esync) common.insert(common.end(), {"--set", "topology.central.state_server_port=" + std::to_string(state_port)});
   common.insert(common.end(), {"--out", plan.run_dir});
 
   // The recipe file the processes read: the one given (or, resuming, the run's recipe.yaml).
@@ -88,6 +120,7 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
     p.name = ProcessName(p.spec);
     p.listens = listens;
     p.argv = {exe};
+    if (const auto ns = netns.find(party); ns != netns.end()) p.argv = {"ip", "netns", "exec", ns->second.ns, exe};
     if (kind == RoleSpec::Kind::kWorker) {
       p.argv.insert(p.argv.end(), {"train", recipe_path});
     } else {
@@ -103,6 +136,7 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
   const std::string at = std::string(kLoopback) + ":";
   add(RoleSpec::Kind::kGlobalScheduler, "central", 0, at + std::to_string(global_port));
   for (int r = 0; r < t.global_servers; ++r) add(RoleSpec::Kind::kGlobalServer, "central", r, "");
+  if (esync) add(RoleSpec::Kind::kStateServer, "central", 0, at + std::to_string(state_port));
   for (size_t i = 0; i < t.datacentres.size(); ++i) {
     const comm::DataCentre& d = t.datacentres[i];
     add(RoleSpec::Kind::kScheduler, d.name, 0, at + std::to_string(dc_ports[i]));

@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/bench/bench_runner.h"
 #include "cli/commands.h"
 #include "cli/role_command.h"
 #include "cli/train_command.h"
@@ -119,7 +120,8 @@ int main(int argc, char** argv) {
   geomx::cli::RoleFlags serve;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Run one parameter-server process of a recipe's topology");
   serve_cmd->add_option("--role", serve.role,
-                        "global-scheduler | global-server | scheduler | server | master-worker")->required();
+                        "global-scheduler | global-server | scheduler | server | master-worker | state-server")
+      ->required();
   serve_cmd->add_option("recipe", serve.recipe, "Recipe file with a topology section")->required();
   serve_cmd->add_option("--party", serve.party, "Data centre name (scheduler, server); omit for the central roles");
   serve_cmd->add_option("--rank", serve.rank, "Index among the party's processes of this role (default 0)");
@@ -133,9 +135,10 @@ int main(int argc, char** argv) {
   // bench
   CLI::App* bench_cmd = app.add_subcommand(
       "bench", "Benchmarks: `geomx bench kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ)");
-  std::string bench_recipe;
-  bench_cmd->add_option("recipe", bench_recipe, "Recipe for a configuration comparison (not available yet)");
-  bench_cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm");
+  geomx::cli::bench::BenchRecipeFlags bench_recipe;
+  geomx::cli::bench::AddBenchRecipeOptions(bench_cmd, &bench_recipe);
+  bench_cmd->footer("Example:\n  geomx bench recipes/bench_geo2x2.yaml --configs flat-ps,hips,hips+bsc --max-time 600"
+                    "\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm");
   geomx::cli::BenchKernelsFlags bench_kernels;
   CLI::App* bench_kernels_cmd =
       bench_cmd->add_subcommand("kernels", "Training samples/s of geomx-cnn vs PyTorch, same run, ratio");
@@ -218,8 +221,10 @@ int main(int argc, char** argv) {
   } else if (bench_comm_cmd->parsed()) {
     status = geomx::cli::RunBenchCommCommand(bench_comm);
   } else if (bench_cmd->parsed()) {
-    status = NotInThisBuild("geomx bench RECIPE --configs (accelerator comparison)",
-                            "`geomx bench kernels` measures the engine against PyTorch.");
+    status = bench_recipe.recipe.empty()
+                 ? geomx::Status::InvalidArgument("bench: give a RECIPE (geomx bench RECIPE --configs a,b), or one "
+                                                  "of the subcommands kernels, comm")
+                 : geomx::cli::bench::RunBenchRecipe(bench_recipe, &g_interrupted);
   }
   return ExitCode(status);
 }

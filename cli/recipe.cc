@@ -34,11 +34,6 @@ struct Issue {
   std::string text;  // the whole error line
 };
 
-// Sections of docs/product.md that are planned but not built yet: refused, never silently ignored.
-std::string NotYetAvailable(const std::string& section) {
-  return section == "sync" ? "sync modes are not available in this build yet (training is synchronous, FSA); "
-                           : "accelerators are not available in this build yet; ";
-}
 
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
@@ -164,11 +159,6 @@ class RecipeReader {
     path.erase(path.find_last_not_of(" \t") + 1);
     if (path.empty()) {
       Error(o, "", "expected key.path=value, e.g. --set data.batch_size=64");
-      return;
-    }
-    if (IsNotYetAvailablePath(path)) {
-      std::string top = path.substr(0, path.find('.'));
-      Error(o, top, NotYetAvailable(top) + "remove this flag");
       return;
     }
     if (IsTopologyPath(path)) {
@@ -330,11 +320,6 @@ class RecipeReader {
       std::string path = section.empty() ? name : section + "." + name;
       if (auto [pos, fresh] = seen.emplace(name, key_origin.line); !fresh) {
         Error(key_origin, path, "duplicate key (first given at line " + std::to_string(pos->second) + ")");
-        continue;
-      }
-      if (IsNotYetAvailablePath(path)) {
-        std::string top = path.substr(0, path.find('.'));
-        Error(key_origin, path, NotYetAvailable(top) + (section.empty() ? "remove this section" : "remove this key"));
         continue;
       }
       if (IsTopologyPath(path)) recipe_.has_topology = true;

@@ -293,11 +293,6 @@ std::vector<std::string> RecipeSectionChildren(std::string_view section) {
   return out;
 }
 
-bool IsNotYetAvailablePath(std::string_view path) {
-  (void)path;  // every planned section is built now
-  return false;
-}
-
 bool IsTopologyPath(std::string_view path) {
   std::string_view first = path.substr(0, path.find_first_of(".["));
   return first == "topology";

@@ -90,9 +90,6 @@ const RecipeKey* FindRecipeKey(std::string_view path);
 bool IsRecipeSection(std::string_view path);
 // Direct children (last path segment) of a section ("" = top level), in table order: the did-you-mean candidates.
 std::vector<std::string> RecipeSectionChildren(std::string_view section);
-// True for the parts of the recipe that are planned but not built (sync, accelerators and anything below them):
-// refused, never silently ignored.
-bool IsNotYetAvailablePath(std::string_view path);
 
 // True for the keys of the items of a list of mappings ("topology.datacentres[].name").
 bool IsRecipeItemKey(const RecipeKey& key);

@@ -20,6 +20,7 @@ constexpr RoleEntry kRoles[] = {
     {"server", RoleSpec::Kind::kServer, false},
     {"worker", RoleSpec::Kind::kWorker, false},
     {"master-worker", RoleSpec::Kind::kMasterWorker, true},
+    {"state-server", RoleSpec::Kind::kStateServer, true},  // sync.mode esync
 };
 
 const RoleEntry* FindRole(const std::string& name) {
@@ -45,7 +46,7 @@ std::string HostPort(const std::string& host, int port) {
 
 const std::vector<std::string>& ServeRoleNames() {
   static const std::vector<std::string> kNames = {"global-scheduler", "global-server", "scheduler", "server",
-                                                  "master-worker"};
+                                                  "master-worker", "state-server"};
   return kNames;
 }
 
@@ -69,8 +70,14 @@ Result<RoleSpec> ResolveRoleSpec(const Recipe& recipe, const RoleFlags& flags) {
                                    " needs a recipe with a topology section (docs/deployment.md); " + recipe.source +
                                    " has none: train it on one process with `geomx train " + recipe.source + "`");
   }
-  if (flags.role == "state-server") {
-    return Status::Unimplemented("--role state-server (ESync) is not available in this build yet");
+  if (flags.role == "state-server" && recipe.sync.mode != "esync") {
+    return Status::InvalidArgument("--role state-server: the state server coordinates sync.mode esync; the recipe's "
+                                   "sync.mode is '" + recipe.sync.mode + "'");
+  }
+  if ((flags.role == "state-server" || (is_worker && recipe.sync.mode == "esync")) &&
+      recipe.topology.state_server_port == 0) {
+    return Status::InvalidArgument("topology.central.state_server_port: sync.mode esync needs the state server's "
+                                   "port to start its processes one by one (`geomx train` picks one itself)");
   }
   const RoleEntry* role = FindRole(flags.role);
   if (role == nullptr) {
@@ -145,6 +152,9 @@ std::string DescribeRole(const Recipe& recipe, const RoleSpec& spec) {
       return "global server " + std::to_string(spec.rank) + " of " + std::to_string(t.global_servers) + "; " + global;
     case RoleSpec::Kind::kMasterWorker:
       return "master worker (initialises the model on the global servers); " + global;
+    case RoleSpec::Kind::kStateServer:
+      return "ESync state server of " + Plural(t.total_workers(), "worker") + "; listens on " +
+             HostPort(t.central_host, t.state_server_port);
     default:
       break;
   }

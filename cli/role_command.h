@@ -24,7 +24,7 @@ struct RoleFlags {
 };
 
 // The command-line names of the roles, as `serve --role` takes them ("global-scheduler", "global-server",
-// "scheduler", "server", "master-worker").
+// "scheduler", "server", "master-worker", "state-server").
 const std::vector<std::string>& ServeRoleNames();
 // "global-scheduler", ..., "worker", "master-worker".
 std::string RoleName(RoleSpec::Kind kind);
@@ -34,7 +34,7 @@ std::string ProcessName(const RoleSpec& spec);
 
 // Checks the flags against `recipe` (which must have a topology) and returns the role to run. kInvalidArgument
 // names the flag at fault, e.g. "--party: unknown data centre 'dc-c' (did you mean 'dc-a'?); the recipe has:
-// dc-a, dc-b"; kUnimplemented for roles of later releases (state-server).
+// dc-a, dc-b". The state-server role needs sync.mode esync and topology.central.state_server_port.
 Result<RoleSpec> ResolveRoleSpec(const Recipe& recipe, const RoleFlags& flags);
 
 // One line describing the resolved role: "worker 1 of dc-a (2 workers); scheduler 10.0.0.2:9100".

@@ -117,6 +117,7 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
     case Kind::kServer: return RunLocalServer(recipe, spec.party, spec.rank, env);
     case Kind::kMasterWorker: return RunMasterWorker(recipe, env);
     case Kind::kWorker: return RunWorker(recipe, spec.party, spec.rank, env, interrupted);
+    case Kind::kStateServer: return RunStateServer(recipe, env);
   }
   return Status::Internal("unknown role");
 }

@@ -16,7 +16,7 @@ namespace geomx::cli {
 // central roles (kGlobalScheduler, kGlobalServer, kMasterWorker) have party "central"; the others name a data
 // centre of recipe.topology; rank is in range for the role (0 for the schedulers and the master worker).
 struct RoleSpec {
-  enum class Kind { kGlobalScheduler, kGlobalServer, kScheduler, kServer, kWorker, kMasterWorker } kind;
+  enum class Kind { kGlobalScheduler, kGlobalServer, kScheduler, kServer, kWorker, kMasterWorker, kStateServer } kind;
   std::string party;    // a data centre's name, or "central"
   int rank = 0;         // index among the party's processes of this kind
   std::string out_dir;  // the run folder (--out); workers write metrics and checkpoints there; may be empty

@@ -55,6 +55,18 @@ std::vector<TopologyRuleViolation> CheckSyncRules(const Recipe& recipe,
     add({"sync.max_staleness", "sync.mode"}, "sync.max_staleness",
         "bounds the staleness of asynchronous updates: it needs sync.mode: mixed (got '" + mode + "')");
   }
+  const int num_dcs = static_cast<int>(recipe.topology.datacentres.size());
+  if (mode == "mixed" && s.max_staleness > 0 && s.max_staleness < num_dcs - 1) {
+    add({"sync.max_staleness", "topology.datacentres"}, "sync.max_staleness",
+        std::to_string(s.max_staleness) + " cannot be kept with " + std::to_string(num_dcs) +
+            " data centres: updates computed from the same weights are applied one after the other, so the last "
+            "is " + std::to_string(num_dcs - 1) + " stale; use at least " + std::to_string(num_dcs - 1) +
+            " (or 0: no bound)");
+  }
+  if (s.dcasgd_adaptive && s.dcasgd_lambda <= 0) {
+    add({"sync.dcasgd.adaptive", "sync.dcasgd.lambda"}, "sync.dcasgd.adaptive",
+        "adaptive DC-ASGD scales sync.dcasgd.lambda (its lambda0): set sync.dcasgd.lambda > 0 (e.g. 2)");
+  }
   if (mode == "mixed" && recipe.optimizer_where == "worker") {
     add({"optimizer.where", "sync.mode"}, "optimizer.where",
         "sync.mode: mixed applies each data centre's update at the global server on arrival: it needs "
@@ -89,7 +101,7 @@ std::vector<TopologyRuleViolation> CheckSyncRules(const Recipe& recipe,
       (recipe.optimizer.name == "momentum" || recipe.optimizer.name == "nesterov") && recipe.optimizer.momentum > 0;
   const bool bsc_push = links.local_to_global == "bsc" || links.local_to_global == "mpq" ||
                         links.worker_to_local == "bsc";
-  if (a.bsc_momentum > 0 && bsc_push && optimizer_momentum && mode == "fsa") {
+  if (a.bsc_momentum > 0 && bsc_push && optimizer_momentum && (mode == "fsa" || mode == "mixed")) {
     add({"accelerators.bsc.momentum", "optimizer.momentum"}, "accelerators.bsc.momentum",
         "momentum correction in the compressor and optimizer '" + recipe.optimizer.name +
             "' would apply momentum twice; set one of accelerators.bsc.momentum and optimizer.momentum to 0");

@@ -345,6 +345,7 @@ Status Postoffice::Finalize() {
   const auto deadline =
       timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
   Status result;
+  bool may_retry = false;  // the tier is healthy, only slower than the timeout: the caller may wait again
   {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
@@ -365,10 +366,13 @@ Status Postoffice::Finalize() {
         result = Status::DeadlineExceeded("tier " + spec_.name + ": " + self_.name +
                                           " was not released by the scheduler within " + Seconds(timeout_ms) +
                                           " (some node did not finalize)");
+        may_retry = true;
+        finalized_ = false;
         break;
       }
     }
   }
+  if (may_retry) return result;  // threads keep serving; Finalize() may be called again
   StopThreads();
   return result;
 }

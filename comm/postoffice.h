@@ -70,7 +70,9 @@ class Postoffice {
   Status Barrier(const std::string& group);
 
   // Tells the scheduler this node is done and waits until every node is (or the tier failed, or
-  // request_timeout_ms passed); then stops the threads. Idempotent.
+  // request_timeout_ms passed); then stops the threads. Idempotent once it returned OK or a tier failure. After
+  // kDeadlineExceeded (a healthy tier whose other nodes are still working: a long training run) the threads keep
+  // serving and Finalize() may be called again to wait longer.
   Status Finalize();
 
   // Sends `msg` to `node_id` (sender and version are filled in). kFailedPrecondition before Start; kNotFound for

@@ -54,6 +54,17 @@ void Module::ZeroGrad() {
   for (Parameter* p : Parameters()) p->var().ZeroGrad();
 }
 
+void Module::SetForwardHook(const ForwardHook& hook) {
+  forward_hook_ = hook;
+  for (auto& [name, child] : children_) child->SetForwardHook(hook);
+}
+
+std::vector<Parameter*> Module::OwnParameters() {
+  std::vector<Parameter*> params;
+  for (auto& p : params_) params.push_back(p.get());
+  return params;
+}
+
 std::string Module::Summary() {
   std::string out;
   SummaryLines("", 0, &out);

@@ -5,6 +5,7 @@
 // Not thread-safe: one thread trains a module at a time.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,6 +40,16 @@ class Module {
   // One line per module with parameter counts (for `geomx train --dry-run` and logs).
   std::string Summary();
 
+  // Before-forward hook: every layer that owns parameters (Conv2d, Linear, BatchNorm2d; a new such layer must do
+  // the same) calls it with itself at the start of Forward, before it reads a parameter. A parameter-server
+  // worker that overlaps communication with the next forward pass (P3, cli/sync/p3.cc) waits there until the
+  // layer's new parameters arrived. Unset (the default) it costs one branch.
+  using ForwardHook = std::function<void(Module&)>;
+  // Sets `hook` on this module and its whole subtree; an empty function removes it.
+  void SetForwardHook(const ForwardHook& hook);
+  // This module's own parameters (not its children's), in registration order.
+  std::vector<Parameter*> OwnParameters();
+
  protected:
   // Registration: `name` must be unique within this module and contain no '.'.
   Parameter* RegisterParameter(const std::string& name, Tensor init);
@@ -51,6 +62,10 @@ class Module {
   }
   // Called when Train() changes the mode (propagation to children is done by Train()).
   virtual void OnTrainModeChanged() {}
+  // Layers that own parameters call this first thing in Forward (see SetForwardHook).
+  void RunForwardHook() {
+    if (forward_hook_) forward_hook_(*this);
+  }
 
  private:
   void AddChild(const std::string& name, std::unique_ptr<Module> m);
@@ -59,6 +74,7 @@ class Module {
   void SummaryLines(const std::string& prefix, int depth, std::string* out);
 
   bool training_ = true;
+  ForwardHook forward_hook_;
   void PrefixKeys(const std::string& prefix);  // applied to a child's subtree by AddChild
 
   std::vector<std::unique_ptr<Parameter>> params_;                        // keys: full keys

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages geomx needs to build, test and run `make run`.
 # Idempotent: only missing packages are installed; nothing is downloaded outside apt.
 #   scripts/install-deps.sh          build + tests + make run
-#   scripts/install-deps.sh --bench  also the peer baselines used by bench/ (python3-torch)
+#   scripts/install-deps.sh --bench  also what `geomx bench` needs beyond the build: the PyTorch peers of bench/peers/
+#                                    (python3-torch, python3-numpy) and, for --netns, iproute2 (ip, tc)
 set -euo pipefail
 
 packages=(
@@ -14,7 +15,7 @@ packages=(
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch python3-numpy iproute2)
 fi
 
 missing=()

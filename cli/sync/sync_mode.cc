@@ -57,7 +57,19 @@ Status SendInitialState(const ClusterContext& ctx, comm::KvWorker& kv) {
     host.push_back(p->data().To(Device::Cpu()));
   }
   for (const Tensor& t : host) values.push_back(t.data<float>());
-  return kv.Wait(kv.Push(keys, values, comm::kInitRound));
+  if (ctx.GlobalTierCodec().empty()) return kv.Wait(kv.Push(keys, values, comm::kInitRound));
+  // A compressed global tier stores frames: the initial weights go as lossless kRaw frames, slice by slice.
+  comm::RawRequest req;
+  req.command = comm::Command::kPush;
+  req.codec = comm::kCompressedCodec;
+  req.round = comm::kInitRound;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (const comm::KeySlice& s : kv.layout().slices(keys[i])) {
+      req.wire_keys.push_back(s.wire_key);
+      req.payloads.push_back(comm::RawFrame(std::span<const float>(values[i] + s.offset, s.length)));
+    }
+  }
+  return kv.RequestRaw(std::move(req)).status();
 }
 
 }  // namespace geomx::cli

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/compression/gx_reducer.h"
 #include "comm/handlers/payloads.h"
 
 namespace geomx::comm {
@@ -213,6 +214,7 @@ GEOMX_REGISTER(ReducerRegistry, "topk_merge", Factory<TopKMergeReducer>(), "k sm
 GEOMX_REGISTER(ReducerRegistry, "weighted_average", Factory<WeightedAverageReducer>(), "weight-summed average");
 
 Result<std::unique_ptr<Reducer>> MakeReducer(const std::string& name, const ReducerConfig& config) {
+  [[maybe_unused]] static const bool gx_linked = GxReducerLinked();  // keeps "gx_sum" (comm/compression/)
   Result<std::unique_ptr<Reducer>> r = ReducerRegistry::Global().Create(name, config);
   if (!r.ok()) return r.status().WithContext("reducer");
   return r;

@@ -16,6 +16,7 @@ BatchNorm2d::BatchNorm2d(int64_t num_features, const BatchNormParams& params)
 }
 
 autograd::Variable BatchNorm2d::Forward(const autograd::Variable& x) {
+  RunForwardHook();
   const Shape& s = x.shape();
   GEOMX_CHECK((s.rank() == 4 || s.rank() == 2) && s.dim(1) == num_features_)
       << "BatchNorm2d expects [N, " << num_features_ << ", H, W] or [N, " << num_features_ << "], got "

@@ -31,6 +31,7 @@ Shape Conv2d::OutputShape(const Shape& x) const {
 }
 
 autograd::Variable Conv2d::Forward(const autograd::Variable& x) {
+  RunForwardHook();
   GEOMX_CHECK(x.shape().rank() == 4 && x.shape().dim(1) == in_channels_)
       << "Conv2d expects [N, " << in_channels_ << ", H, W], got " << x.shape().ToString();
   return autograd::Conv2d(x, weight_->var(), bias_ != nullptr ? bias_->var() : autograd::Variable(), params_);

@@ -13,6 +13,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, Rng& rng, const Linear
 }
 
 autograd::Variable Linear::Forward(const autograd::Variable& x) {
+  RunForwardHook();
   GEOMX_CHECK(x.shape().rank() == 2 && x.shape().dim(1) == in_features_)
       << "Linear expects [N, " << in_features_ << "], got " << x.shape().ToString();
   return autograd::Linear(x, weight_->var(), bias_ != nullptr ? bias_->var() : autograd::Variable());

@@ -56,8 +56,9 @@ TEST(TopologyTest, NoSectionMeansOneProcess) {
 TEST(TopologyTest, ResolvedYamlPrintsTheDataCentresAsABlockList) {
   std::string yaml = RecipeToYaml(MustParse(kTwoDcs));
   EXPECT_NE(yaml.find("topology:\n  central:\n    host: 127.0.0.1\n    global_servers: 1\n    scheduler_port: 0\n"
+                      "    state_server_port: 0\n"
                       "  datacentres:\n    - name: dc-a\n      host: 127.0.0.1\n      workers: 2\n      servers: 1\n"
-                      "      scheduler_port: 0\n    - name: dc-b\n"),
+                      "      scheduler_port: 0\n      slowdown: 1\n    - name: dc-b\n"),
             std::string::npos)
       << yaml;
   EXPECT_NE(yaml.find("  links:\n    wan:\n      bandwidth: 50mbit\n      latency: 25ms\n"), std::string::npos) << yaml;
@@ -174,7 +175,7 @@ TEST(TopologyTest, UnknownKeysAndShapes) {
                   "{name: dc-b, workers: 2}], got a mapping"});
   EXPECT_EQ(ErrorLines("topology:\n  datacentres: [dc-a]\n"),
             Lines{"r.yaml:2:17: topology.datacentres[0]: expected a mapping of keys (name, host, workers, servers, "
-                  "scheduler_port), got 'dc-a'"});
+                  "scheduler_port, slowdown), got 'dc-a'"});
   EXPECT_EQ(ErrorLines("topology:\n  datacentres:\n    - {name: a, name: b}\n"),
             Lines{"r.yaml:3:17: topology.datacentres[0].name: duplicate key (first given at line 3)"});
   EXPECT_EQ(ErrorLines("topology:\n  central: {port: 9000}\n  datacentres: [{name: a}]\n"),
@@ -222,15 +223,39 @@ TEST(TopologyTest, RulesSkipKeysThatAlreadyHaveErrors) {
   EXPECT_TRUE(CheckTopologyRules(r, [](const std::string& p) { return p == "topology.datacentres[1].name"; }).empty());
 }
 
-TEST(RecipeTest, PlannedSectionsAreRefused) {
-  const std::string sync = "sync modes are not available in this build yet (training is synchronous, FSA); ";
-  const std::string acc = "accelerators are not available in this build yet; ";
-  EXPECT_EQ(ErrorLines("name: x\nsync: {mode: fsa}\naccelerators:\n  fp16: {}\n"),
-            Lines({"r.yaml:2:1: sync: " + sync + "remove this section",
-                   "r.yaml:3:1: accelerators: " + acc + "remove this section"}));
-  EXPECT_EQ(ErrorLines("", {"sync.mode=fsa", "accelerators.bsc.ratio=0.01"}),
-            Lines({"--set sync.mode=fsa: sync: " + sync + "remove this flag",
-                   "--set accelerators.bsc.ratio=0.01: accelerators: " + acc + "remove this flag"}));
+// Combinations of sync modes and accelerators that cannot work are refused with the key and the reason
+// (cli/sync_rules.h); each message names the fix.
+TEST(RecipeTest, SyncAndAcceleratorCombinationsAreChecked) {
+  auto first = [](const std::vector<std::string>& lines) { return lines.empty() ? std::string() : lines[0]; };
+  EXPECT_NE(first(ErrorLines("sync: {mode: mixed}\n")).find("sync.mode: 'mixed' synchronises data centres: it needs a "
+                                                            "topology section"),
+            std::string::npos);
+  EXPECT_NE(first(ErrorLines("accelerators: {compression: fp16}\n")).find("accelerators: compression acts on"),
+            std::string::npos);
+  const std::string base = kTwoDcs;
+  EXPECT_NE(first(ErrorLines(base + "accelerators: {compression: bsc}\n")).find(
+                "accelerators.links.global_to_local: 'bsc' sends the sparse aggregate of gradients down"),
+            std::string::npos);
+  EXPECT_TRUE(ParseRecipe(base + "optimizer: {where: worker}\naccelerators: {compression: bsc}\n", "r.yaml").ok());
+  EXPECT_NE(first(ErrorLines(base + "sync: {dcasgd: {lambda: 0.1}}\n")).find("sync.dcasgd.lambda: DC-ASGD"),
+            std::string::npos);
+  EXPECT_NE(first(ErrorLines(base + "sync: {mode: mixed}\noptimizer: {where: worker}\n")).find("optimizer.where:"),
+            std::string::npos);
+  EXPECT_NE(first(ErrorLines(base + "sync: {mode: hfa}\naccelerators: {compression: fp16}\n")).find(
+                "accelerators.compression: sync.mode: hfa averages whole models"),
+            std::string::npos);
+  EXPECT_TRUE(ParseRecipe(base + "sync: {mode: hfa}\naccelerators: {compression: bsc}\n", "r.yaml").ok());
+  EXPECT_NE(first(ErrorLines(base + "sync: {mode: mixed}\naccelerators: {p3: {enabled: true}}\n")).find(
+                "accelerators.p3.enabled: P3 schedules"),
+            std::string::npos);
+  EXPECT_NE(first(ErrorLines(base + "optimizer: {name: momentum, momentum: 0.9, where: worker}\n"
+                                    "accelerators: {compression: bsc, bsc: {momentum: 0.9}}\n"))
+                .find("would apply momentum twice"),
+            std::string::npos);
+  EXPECT_NE(first(ErrorLines(base + "sync: {max_staleness: -1}\n")).find("sync.max_staleness"), std::string::npos);
+  EXPECT_NE(first(ErrorLines(base + "sync: {mode: hfa, k1: 0}\n")).find("sync.k1"), std::string::npos);
+  EXPECT_NE(first(ErrorLines(base + "accelerators: {bsc: {ratio: 1.5}}\n")).find("accelerators.bsc.ratio"),
+            std::string::npos);
 }
 
 TEST(RecipeTest, OptimizerWhere) {

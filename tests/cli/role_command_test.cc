@@ -71,7 +71,7 @@ TEST(RoleFlagsTest, BadFlagsNameTheFlag) {
   Recipe r = TwoDcs();
   EXPECT_EQ(Error(r, Flags("sever", "dc-a")),
             "--role: unknown role 'sever' (did you mean 'server'?); roles: global-scheduler, global-server, scheduler, "
-            "server, master-worker");
+            "server, master-worker, state-server");
   EXPECT_EQ(Error(r, Flags("server", "dc-c")),
             "--party: unknown data centre 'dc-c' (did you mean 'dc-a'?); the recipe has: dc-a, dc-b");
   EXPECT_EQ(Error(r, Flags("server")),
@@ -86,7 +86,8 @@ TEST(RoleFlagsTest, BadFlagsNameTheFlag) {
   EXPECT_EQ(Error(r, Flags("global-scheduler", "", 1)), "--rank 1: there is one global-scheduler; its rank is 0");
   EXPECT_EQ(Error(r, Flags("scheduler", "dc-a", 1)), "--rank 1: dc-a has one scheduler; its rank is 0");
   EXPECT_EQ(Error(r, Flags("worker", "dc-a", -1)), "--rank must be >= 0, got -1");
-  EXPECT_EQ(ResolveRoleSpec(r, Flags("state-server")).status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(Error(r, Flags("state-server")),
+            "--role state-server: the state server coordinates sync.mode esync; the recipe's sync.mode is 'fsa'");
 }
 
 TEST(RoleFlagsTest, ARecipeWithoutTopologyIsRefused) {

@@ -64,6 +64,27 @@ TEST_P(RendezvousTest, NodeTableIdsRanksAndBarriers) {
   EXPECT_TRUE(tier.worker(0).Finalize().ok()) << "idempotent";
 }
 
+// Regression: a server whose Finalize timed out while the workers were still training (a run longer than
+// request_timeout_ms) stopped its threads, so the retry returned OK at once and the tier shut down under the
+// workers. Now the threads keep serving after kDeadlineExceeded and a second Finalize waits again.
+TEST_P(RendezvousTest, FinalizeTimeoutLeavesTheNodeServingAndRetryable) {
+  TierSpec spec = MakeSpec(*t_, "dc-a", 1, 1);
+  spec.options.request_timeout_ms = 300;
+  TestTier tier(*t_, spec);
+  ASSERT_TRUE(tier.Start().ok());
+  EXPECT_EQ(tier.server(0).Finalize().code(), StatusCode::kDeadlineExceeded);  // the worker is still "training"
+  EXPECT_TRUE(tier.server(0).health().ok());
+  // Still serving: a barrier needs the server's receive thread.
+  std::vector<Status> r = RunConcurrently({[&] { return tier.server(0).Barrier("all"); },
+                                           [&] { return tier.worker(0).Barrier("all"); }});
+  EXPECT_TRUE(r[0].ok()) << r[0].ToString();
+  EXPECT_TRUE(r[1].ok()) << r[1].ToString();
+  r = RunConcurrently({[&] { return tier.server(0).Finalize(); }, [&] { return tier.worker(0).Finalize(); }});
+  EXPECT_TRUE(r[0].ok()) << r[0].ToString();
+  EXPECT_TRUE(r[1].ok()) << r[1].ToString();
+  EXPECT_TRUE(tier.Finalize().ok());
+}
+
 TEST_P(RendezvousTest, AnyRankTakesTheFreeOnes) {
   TierSpec spec = MakeSpec(*t_, "dc-b", 1, 3);
   TestTier tier(*t_, spec);

@@ -1,0 +1,170 @@
+// Test helpers for the model-averaging modes (hfa, diloco, esync): a 2 x 2 topology run as threads of this
+// process over loopback vans (the state server too, for esync), and the single-process reference run.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cli/cluster.h"
+#include "cli/setup.h"
+#include "cli/trainer.h"
+#include "comm/loopback_van.h"
+#include "datasets/loader.h"
+#include "nn/optim/optimizer.h"
+
+namespace geomx::cli::testing_averaging {
+
+using Weights = std::vector<std::vector<float>>;
+
+// 512 synthetic examples, 4 workers of batch 8: 16 iterations per epoch.
+inline Recipe SmallRecipe(const std::string& mode, int epochs) {
+  Recipe r;
+  r.name = "averaging";
+  r.seed = 5;
+  r.threads = 1;
+  r.model.name = "mlp";
+  r.model.hidden = {16};
+  r.data.name = "synthetic";
+  r.data.synthetic_train = 512;
+  r.data.synthetic_test = 128;
+  r.data.synthetic_classes = 4;
+  r.data.synthetic_shape = {16};
+  r.data.batch_size = 8;
+  r.data.prefetch = 0;
+  r.optimizer.name = "sgd";
+  r.optimizer.lr = 0.1f;
+  r.training.epochs = epochs;
+  r.training.eval_every = 0;
+  r.sync.mode = mode;
+  r.has_topology = true;
+  r.topology.global_servers = 1;
+  for (const char* name : {"dc-a", "dc-b"}) {
+    comm::DataCentre dc;
+    dc.name = name;
+    dc.workers = 2;
+    dc.servers = 1;
+    r.topology.datacentres.push_back(dc);
+  }
+  r.topology.options.split_bytes = 256;  // several slices per large tensor
+  r.topology.options.rendezvous_timeout_ms = 30000;
+  r.topology.options.request_timeout_ms = 30000;
+  return r;
+}
+
+inline Weights Snapshot(nn::Module& model) {
+  Weights w;
+  for (nn::Parameter* p : model.Parameters()) w.push_back(p->data().ToFloatVector());
+  return w;
+}
+
+inline ClusterEnv LoopbackEnv(comm::LoopbackNetwork* net) {
+  ClusterEnv env;
+  env.make_van = [net](const std::string&) { return std::make_unique<comm::LoopbackVan>(net); };
+  env.scheduler_endpoint = [](const std::string& tier, const std::string&, int) { return "loop://sched-" + tier; };
+  env.node_bind = [](const std::string& node, const std::string&) { return "loop://" + node; };
+  return env;
+}
+
+// Every role as a thread (plus the state server for esync); returns each worker's final weights.
+inline std::map<std::string, Weights> RunCluster(const Recipe& r) {
+  comm::LoopbackNetwork net;
+  ClusterEnv env = LoopbackEnv(&net);
+  std::mutex mu;
+  std::map<std::string, Weights> finals;
+  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
+    std::lock_guard<std::mutex> lock(mu);
+    finals[name] = Snapshot(model);
+  };
+  std::vector<std::thread> threads;
+  std::vector<std::pair<std::string, Status>> results;
+  auto run = [&](std::string name, std::function<Status()> fn) {
+    threads.emplace_back([&, name, fn] {
+      Status s = fn();
+      std::lock_guard<std::mutex> lock(mu);
+      results.emplace_back(name, s);
+    });
+  };
+  run("global-scheduler", [&] { return RunGlobalScheduler(r, env); });
+  for (int g = 0; g < r.topology.global_servers; ++g) run("global-server", [&, g] { return RunGlobalServer(r, g, env); });
+  if (r.sync.mode == "esync") run("state-server", [&] { return RunStateServer(r, env); });
+  run("master", [&] { return RunMasterWorker(r, env); });
+  for (const auto& dc : r.topology.datacentres) {
+    const std::string p = dc.name;
+    run(p + "/scheduler", [&, p] { return RunScheduler(r, p, env); });
+    for (int s = 0; s < dc.servers; ++s) run(p + "/server", [&, p, s] { return RunLocalServer(r, p, s, env); });
+    for (int w = 0; w < dc.workers; ++w) run(p + "/worker", [&, p, w] { return RunWorker(r, p, w, env, nullptr); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& [name, s] : results) EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
+  return finals;
+}
+
+// One process from the same initial weights, each step on the 4 workers' batches concatenated, with `optimizer`.
+inline Weights Reference(const Recipe& r, const nn::OptimizerConfig& optimizer) {
+  auto setup = PrepareRun(r);
+  EXPECT_TRUE(setup.ok()) << setup.status().ToString();
+  nn::Module& model = *setup->model;
+  auto opt = std::move(nn::CreateOptimizer(optimizer)).value();
+  LocalUpdate update(opt.get());
+  const int world = r.topology.total_workers();
+  std::vector<std::unique_ptr<data::DataLoader>> loaders;
+  for (int k = 0; k < world; ++k) {
+    data::LoaderOptions lo;
+    lo.batch_size = r.data.batch_size;
+    lo.prefetch = 0;
+    lo.seed = r.seed;
+    lo.rank = k;
+    lo.world = world;
+    loaders.push_back(std::make_unique<data::DataLoader>(setup->data.train, lo));
+  }
+  const int64_t per_epoch = (setup->data.train->size() / world) / r.data.batch_size;
+  int64_t round = 0;
+  for (int e = 0; e < r.training.epochs; ++e) {
+    for (auto& l : loaders) l->StartEpoch(e);
+    for (int64_t i = 0; i < per_epoch; ++i) {
+      std::vector<float> xs;
+      std::vector<int64_t> ys;
+      for (auto& l : loaders) {
+        data::Batch b;
+        EXPECT_TRUE(l->Next(&b));
+        auto xv = b.x.ToFloatVector();
+        auto yv = b.y.ToI64Vector();
+        xs.insert(xs.end(), xv.begin(), xv.end());
+        ys.insert(ys.end(), yv.begin(), yv.end());
+      }
+      const int64_t n = static_cast<int64_t>(ys.size());
+      Tensor x = Tensor::FromVector(xs, Shape({n, 16}));
+      Tensor y = Tensor::FromVectorI64(ys, Shape({n}));
+      EXPECT_TRUE(TrainStep(model, update, model.Parameters(), x, y, round++).ok());
+    }
+  }
+  return Snapshot(model);
+}
+
+inline float MaxDiff(const Weights& a, const Weights& b) {
+  float worst = 0;
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    EXPECT_EQ(a[i].size(), b[i].size());
+    for (size_t j = 0; j < a[i].size() && j < b[i].size(); ++j) worst = std::max(worst, std::fabs(a[i][j] - b[i][j]));
+  }
+  return worst;
+}
+
+inline Weights InitialWeights(const Recipe& r) {
+  auto setup = PrepareRun(r);
+  EXPECT_TRUE(setup.ok()) << setup.status().ToString();
+  return Snapshot(*setup->model);
+}
+
+}  // namespace geomx::cli::testing_averaging

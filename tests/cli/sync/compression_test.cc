@@ -1,0 +1,279 @@
+// Compression on a 2 x 2 topology run as threads (loopback vans wrapped in unshaped ShapedVans that count the
+// bytes each node sends): FSA with bsc / fp16 / mpq trains, and the bytes on each link direction shrink as the
+// scheme says; MultiGPS (2 global servers, a tensor split across them) with bsc. Also the recipe rules.
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cli/cluster.h"
+#include "cli/setup.h"
+#include "cli/sync/link_io.h"
+#include "cli/trainer.h"
+#include "comm/loopback_van.h"
+#include "comm/shaped_van.h"
+#include "tests/testutil.h"
+
+namespace geomx::cli {
+namespace {
+
+using Weights = std::vector<std::vector<float>>;
+
+// 64 -> 256 -> 4 MLP: fc1.weight (16384 elements) and fc2.weight (1024) are above size_lower_bound (1000), the
+// biases below. 512 synthetic examples, 4 workers of batch 8: 16 iterations per epoch.
+Recipe MakeRecipe(const std::string& compression, int global_servers = 1) {
+  Recipe r;
+  r.name = "compression";
+  r.seed = 5;
+  r.threads = 1;
+  r.model.name = "mlp";
+  r.model.hidden = {256};
+  r.data.name = "synthetic";
+  r.data.synthetic_train = 512;
+  r.data.synthetic_test = 256;
+  r.data.synthetic_classes = 4;
+  r.data.synthetic_shape = {64};
+  r.data.batch_size = 8;
+  r.data.prefetch = 0;
+  r.optimizer.name = "sgd";
+  r.optimizer.lr = 0.1f;
+  r.optimizer_where = "worker";
+  r.training.epochs = 1;
+  r.training.eval_every = 0;
+  r.accelerators.compression = compression;
+  r.accelerators.bsc_ratio = 0.01f;
+  r.has_topology = true;
+  r.topology.global_servers = global_servers;
+  for (const char* name : {"dc-a", "dc-b"}) {
+    comm::DataCentre dc;
+    dc.name = name;
+    dc.workers = 2;
+    dc.servers = 1;
+    r.topology.datacentres.push_back(dc);
+  }
+  r.topology.options.split_bytes = global_servers > 1 ? 16384 : (1 << 20);  // 2 GS: fc1.weight in 4 slices
+  r.topology.options.rendezvous_timeout_ms = 30000;
+  r.topology.options.request_timeout_ms = 30000;
+  return r;
+}
+
+// Bytes sent per link direction (all nodes of that role summed).
+struct Bytes4 {
+  uint64_t worker_to_local = 0, local_to_global = 0, global_to_local = 0, local_to_worker = 0;
+};
+
+struct Outcome {
+  std::map<std::string, Weights> finals;
+  Bytes4 bytes;
+};
+
+Weights Snapshot(nn::Module& model) {
+  Weights w;
+  for (nn::Parameter* p : model.Parameters()) w.push_back(p->data().ToFloatVector());
+  return w;
+}
+
+Outcome RunCluster(const Recipe& r) {
+  comm::LoopbackNetwork net;
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<comm::TrafficCounters>> counters;  // per node
+  ClusterEnv env;
+  env.make_van = [&](const std::string& node) -> std::unique_ptr<comm::Van> {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& c = counters[node];
+    c = std::make_unique<comm::TrafficCounters>();
+    return std::make_unique<comm::ShapedVan>(std::make_unique<comm::LoopbackVan>(&net), comm::ShapedVanOptions{},
+                                             c.get());
+  };
+  env.scheduler_endpoint = [](const std::string& tier, const std::string&, int) { return "loop://sched-" + tier; };
+  env.node_bind = [](const std::string& node, const std::string&) { return "loop://" + node; };
+  Outcome out;
+  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
+    std::lock_guard<std::mutex> lock(mu);
+    out.finals[name] = Snapshot(model);
+  };
+  std::vector<std::thread> threads;
+  std::vector<std::pair<std::string, Status>> results;
+  auto run = [&](std::string name, std::function<Status()> fn) {
+    threads.emplace_back([&, name, fn] {
+      Status s = fn();
+      std::lock_guard<std::mutex> lock(mu);
+      results.emplace_back(name, s);
+    });
+  };
+  run("global-scheduler", [&] { return RunGlobalScheduler(r, env); });
+  for (int g = 0; g < r.topology.global_servers; ++g) run("global-server", [&, g] { return RunGlobalServer(r, g, env); });
+  run("master", [&] { return RunMasterWorker(r, env); });
+  for (const auto& dc : r.topology.datacentres) {
+    const std::string p = dc.name;
+    run(p + "/scheduler", [&, p] { return RunScheduler(r, p, env); });
+    for (int s = 0; s < dc.servers; ++s) run(p + "/server", [&, p, s] { return RunLocalServer(r, p, s, env); });
+    for (int w = 0; w < dc.workers; ++w) run(p + "/worker", [&, p, w] { return RunWorker(r, p, w, env, nullptr); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& [name, s] : results) EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
+  for (const auto& [node, c] : counters) {
+    const comm::TrafficSnapshot t = c->Snapshot();
+    if (node.find("/global-server") != std::string::npos) {
+      out.bytes.global_to_local += t.wan_bytes_sent;
+    } else if (node.find("@global") != std::string::npos) {
+      out.bytes.local_to_global += t.wan_bytes_sent;
+    } else if (node.find("/worker") != std::string::npos) {
+      out.bytes.worker_to_local += t.lan_bytes_sent;
+    } else if (node.find("/server") != std::string::npos) {
+      out.bytes.local_to_worker += t.lan_bytes_sent;
+    }
+  }
+  std::printf("[ bytes    ] %s: worker->local %llu, local->global %llu, global->local %llu, local->worker %llu\n",
+              r.accelerators.compression.c_str(), static_cast<unsigned long long>(out.bytes.worker_to_local),
+              static_cast<unsigned long long>(out.bytes.local_to_global),
+              static_cast<unsigned long long>(out.bytes.global_to_local),
+              static_cast<unsigned long long>(out.bytes.local_to_worker));
+  return out;
+}
+
+// Test loss of `w` loaded into the recipe's model.
+double TestLoss(const Recipe& r, const Weights* w) {
+  auto setup = PrepareRun(r);
+  EXPECT_TRUE(setup.ok()) << setup.status().ToString();
+  if (w != nullptr) {
+    auto params = setup->model->Parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      Tensor t = Tensor::FromVector((*w)[i], params[i]->data().shape());
+      Tensor(params[i]->data()).CopyFrom(t);
+    }
+  }
+  return Evaluate(*setup->model, *setup->data.test, Device::Cpu(), 64, 0).loss;
+}
+
+void ExpectTrainedAndInSync(const Recipe& r, const Outcome& o) {
+  ASSERT_EQ(o.finals.size(), 4u);
+  const Weights& first = o.finals.begin()->second;
+  for (const auto& [name, w] : o.finals) EXPECT_EQ(w, first) << name << " differs from the other workers";
+  EXPECT_LT(TestLoss(r, &first), TestLoss(r, nullptr) * 0.9) << "the test loss did not go down";
+}
+
+class CompressionCluster : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { dense_ = new Outcome(RunCluster(MakeRecipe("none"))); }
+  static void TearDownTestSuite() { delete dense_; }
+  static Outcome* dense_;
+};
+Outcome* CompressionCluster::dense_ = nullptr;
+
+TEST_F(CompressionCluster, BscSparsifiesBothWanDirectionsOnly) {
+  const Recipe r = MakeRecipe("bsc");
+  const Outcome o = RunCluster(r);
+  ExpectTrainedAndInSync(r, o);
+  const Bytes4& d = dense_->bytes;
+  // 1%: the push carries ~1% of the large tensors as (u32, f32) pairs; the pull their union over 2 data centres.
+  EXPECT_GT(d.local_to_global, 10 * o.bytes.local_to_global);
+  EXPECT_GT(d.global_to_local, 5 * o.bytes.global_to_local);
+  // The pull is the union of the 2 data centres' selections: at most twice the pushes, plus the one-off dense
+  // initial weights that each local server fetches.
+  EXPECT_LT(o.bytes.global_to_local, o.bytes.local_to_global * 2 + 2 * (d.global_to_local / 16));
+  // The LAN stays dense f32 (bsc's default covers only the WAN).
+  EXPECT_EQ(o.bytes.worker_to_local, d.worker_to_local);
+  EXPECT_EQ(o.bytes.local_to_worker, d.local_to_worker);
+}
+
+TEST_F(CompressionCluster, Fp16HalvesEveryLink) {
+  const Recipe r = MakeRecipe("fp16");
+  const Outcome o = RunCluster(r);
+  ExpectTrainedAndInSync(r, o);
+  const Bytes4& d = dense_->bytes;
+  for (auto [c, dn, name] : {std::tuple{o.bytes.worker_to_local, d.worker_to_local, "worker_to_local"},
+                             std::tuple{o.bytes.local_to_global, d.local_to_global, "local_to_global"},
+                             std::tuple{o.bytes.global_to_local, d.global_to_local, "global_to_local"},
+                             std::tuple{o.bytes.local_to_worker, d.local_to_worker, "local_to_worker"}}) {
+    EXPECT_LT(c, dn * 0.56) << name;  // half the values plus per-message headers
+    EXPECT_GT(c, dn * 0.45) << name;
+  }
+}
+
+TEST_F(CompressionCluster, MpqLiesBetweenFp16AndBscOnTheWan) {
+  const Recipe r = MakeRecipe("mpq");
+  const Outcome o = RunCluster(r);
+  ExpectTrainedAndInSync(r, o);
+  const Bytes4& d = dense_->bytes;
+  EXPECT_GT(d.local_to_global, 10 * o.bytes.local_to_global);  // large tensors sparse, small ones FP16
+  EXPECT_GT(d.global_to_local, 5 * o.bytes.global_to_local);
+  // LAN: large tensors f32, small FP16: a little below dense.
+  EXPECT_LT(o.bytes.worker_to_local, d.worker_to_local);
+  EXPECT_GT(o.bytes.worker_to_local, d.worker_to_local * 9 / 10);
+}
+
+TEST(CompressionServerOptimizer, Fp16WithTheOptimizerOnTheGlobalServer) {
+  // The weights go down in FP16; the master copy stays f32 on the global server (initial weights as kRaw frames).
+  Recipe r = MakeRecipe("fp16", /*global_servers=*/2);
+  r.optimizer_where = "global-server";
+  const Outcome o = RunCluster(r);
+  ExpectTrainedAndInSync(r, o);
+}
+
+TEST(CompressionMultiGps, BscWithATensorSplitAcrossTwoGlobalServers) {
+  const Recipe r = MakeRecipe("bsc", /*global_servers=*/2);
+  auto setup = PrepareRun(r);
+  ASSERT_TRUE(setup.ok());
+  const Outcome o = RunCluster(r);
+  ExpectTrainedAndInSync(r, o);
+  EXPECT_GT(o.bytes.local_to_global, 0u);
+}
+
+TEST(CompressionRules, BadRatiosAndCombinationsNameTheKey) {
+  testing::ScratchDir dir;
+  const std::string base = (testing::SourceDir() / "recipes" / "quickstart_2dc.yaml").string();
+  struct Case {
+    std::string sets, key;
+  };
+  const Case cases[] = {
+      {"--set accelerators.compression=bsc --set accelerators.bsc.ratio=0", "accelerators.bsc.ratio"},
+      {"--set accelerators.compression=bsc --set accelerators.bsc.ratio=1.5", "accelerators.bsc.ratio"},
+      {"--set accelerators.compression=zip", "accelerators.compression"},
+      {"--set accelerators.compression=bsc --set optimizer.where=global-server",
+       "accelerators.links.global_to_local"},
+      {"--set accelerators.compression=bsc --set optimizer.where=worker --set accelerators.bsc.momentum=0.9",
+       "accelerators.bsc.momentum"},  // the recipe's optimizer has momentum too
+  };
+  for (const Case& c : cases) {
+    const testing::CommandResult res = testing::RunGeomx("train " + base + " --dry-run " + c.sets, dir.path());
+    EXPECT_EQ(res.exit_code, 2) << c.sets << "\n" << res.output;
+    EXPECT_NE(res.output.find(c.key), std::string::npos) << c.sets << "\n" << res.output;
+  }
+}
+
+TEST(LinkIo, ConfigFollowsTheRecipe) {
+  Recipe r = MakeRecipe("mpq");
+  r.accelerators.bsc_ratio = 0.05f;
+  r.accelerators.bsc_selection = "sampled";
+  ClusterContext ctx;
+  ctx.recipe = &r;
+  ctx.links = ResolveLinks(r.accelerators);
+  const comm::LinkCodecConfig up = LinkConfig(ctx, LinkDirection::kLocalToGlobal);
+  EXPECT_EQ(up.scheme, comm::LinkScheme::kMpq);
+  EXPECT_TRUE(up.push && up.wan && up.bsc.sampled);
+  EXPECT_FLOAT_EQ(up.bsc.ratio, 0.05f);
+  const comm::LinkCodecConfig down = LinkConfig(ctx, LinkDirection::kLocalToWorker);
+  EXPECT_FALSE(down.push || down.wan);
+  Recipe plain = MakeRecipe("none");
+  ClusterContext dense;
+  dense.recipe = &plain;
+  dense.links = ResolveLinks(plain.accelerators);
+  auto e = MakeLinkEncoder(dense, LinkDirection::kLocalToGlobal);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(*e, nullptr);  // dense tier: no encoder
+  EXPECT_EQ(GxReducerName(dense.GlobalTierCodec()), "sum");
+  EXPECT_EQ(GxReducerName(ctx.GlobalTierCodec()), "gx_sum");
+  std::vector<float> out(3);
+  EXPECT_EQ(DecodeValue(Bytes::CopyVector(std::vector<float>{1, 2}), false, out).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeValue(Bytes::CopyVector(std::vector<float>{1, 2, 3}), true, out).code(), StatusCode::kDataLoss);
+  ASSERT_TRUE(DecodeValue(comm::RawFrame(std::vector<float>{1, 2, 3}), true, out).ok());
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace geomx::cli

@@ -1,0 +1,214 @@
+// sync.mode esync (cli/sync/esync.h): the rule, the state server's bookkeeping and protocol, and a 2 x 2 run with
+// one data centre slowed down in which every round's steps follow the rule and every worker takes them.
+#include "cli/sync/esync.h"
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cli/local_topology.h"
+#include "cli/role_command.h"
+#include "comm/loopback_van.h"
+#include "tests/cli/sync/averaging_cluster.h"
+#include "tests/testutil.h"
+
+namespace geomx::cli {
+namespace {
+
+using testing_averaging::MaxDiff;
+using testing_averaging::RunCluster;
+using testing_averaging::SmallRecipe;
+using testing_averaging::Weights;
+
+TEST(EsyncRuleTest, FastWorkersFillTheSlowestWorkersStep) {
+  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.1, 0.4, 0.1, 0.4}, 16), (std::vector<int>{4, 1, 4, 1}));
+  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.3, 0.1, 0.2}, 16), (std::vector<int>{1, 3, 1}));
+  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.01, 1.0}, 16), (std::vector<int>{16, 1}));  // clamped
+  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.01, 1.0}, 1), (std::vector<int>{1, 1}));
+  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.0, 0.0}, 16), (std::vector<int>{1, 1}));  // not measured yet
+  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.0, 0.5, 0.1}, 16), (std::vector<int>{1, 1, 5}));
+}
+
+TEST(EsyncPlannerTest, AnswersARoundWhenEveryWorkerAsked) {
+  EsyncPlanner p(3, 8);
+  auto a = p.Ask(0, 0, 0.1);
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->has_value());
+  EXPECT_EQ(p.Ask(0, 0, 0.1).status().code(), StatusCode::kInvalidArgument);  // twice in one round
+  EXPECT_EQ(p.Ask(1, 1, 0.1).status().code(), StatusCode::kInvalidArgument);  // not the open round
+  EXPECT_EQ(p.Ask(3, 0, 0.1).status().code(), StatusCode::kInvalidArgument);  // not a worker
+  EXPECT_EQ(p.Ask(1, 0, -1.0).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(p.Ask(1, 0, 0.4).ok());
+  auto last = p.Ask(2, 0, 0.2);
+  ASSERT_TRUE(last.ok());
+  ASSERT_TRUE(last->has_value());
+  EXPECT_EQ(**last, (std::vector<int>{4, 1, 2}));
+  EXPECT_EQ(p.round(), 1);
+  EXPECT_FALSE(p.all_finished());
+  for (int w = 0; w < 3; ++w) EXPECT_TRUE(p.Finish(w).ok());
+  EXPECT_TRUE(p.all_finished());
+  EXPECT_EQ(p.Finish(5).code(), StatusCode::kInvalidArgument);
+}
+
+// The state server over loopback vans: three workers with fixed step times ask for three rounds.
+TEST(EsyncStateServerTest, AnswersEveryWorkerByTheRule) {
+  Recipe r = SmallRecipe("esync", 1);
+  r.topology.datacentres[1].workers = 1;  // 3 workers
+  r.sync.esync_max_local_steps = 8;
+  comm::LoopbackNetwork net;
+  const ClusterEnv env = testing_averaging::LoopbackEnv(&net);
+  Status server;
+  std::thread st([&] { server = RunStateServer(r, env); });
+  const std::vector<double> seconds = {0.05, 0.2, 0.1};
+  std::vector<std::vector<int>> got(3);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 3; ++w) {
+    workers.emplace_back([&, w] {
+      auto client = EsyncStateClient::Connect(r, env, "w" + std::to_string(w) + "@esync", "", w);
+      ASSERT_TRUE(client.ok()) << client.status().ToString();
+      for (int64_t round = 0; round < 3; ++round) {
+        auto steps = (*client)->Ask(round, round == 0 ? 0.0 : seconds[w]);
+        ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+        got[w].push_back(*steps);
+      }
+      auto wrong = (*client)->Ask(7, 0.1);  // a round that is not open: refused with the reason
+      EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(wrong.status().message().find("round 7"), std::string::npos) << wrong.status().message();
+      EXPECT_TRUE((*client)->Finish(3).ok());
+    });
+  }
+  for (auto& t : workers) t.join();
+  st.join();
+  EXPECT_TRUE(server.ok()) << server.ToString();
+  EXPECT_EQ(got[0], (std::vector<int>{1, 4, 4}));
+  EXPECT_EQ(got[1], (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(got[2], (std::vector<int>{1, 2, 2}));
+}
+
+TEST(EsyncStateServerTest, RefusesOtherModes) {
+  Recipe r = SmallRecipe("hfa", 1);
+  comm::LoopbackNetwork net;
+  Status s = RunStateServer(r, testing_averaging::LoopbackEnv(&net));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("sync.mode"), std::string::npos);
+}
+
+// 2 x 2 with dc-b slowed down 4x: every round is planned by the rule from what the workers reported, each worker
+// takes exactly the steps it was told, all take part in every round, and all end with the global model.
+TEST(EsyncClusterTest, StepsFollowTheRuleWithASlowDataCentre) {
+  Recipe r = SmallRecipe("esync", 1);
+  r.topology.datacentres[1].slowdown = 4.0f;
+  r.sync.esync_max_local_steps = 6;
+  std::mutex mu;
+  std::vector<EsyncRoundTrace> rounds;
+  std::map<int, std::vector<EsyncWorkerTrace>> workers;
+  SetEsyncTraceForTesting(
+      [&](const EsyncRoundTrace& t) {
+        std::lock_guard<std::mutex> lock(mu);
+        rounds.push_back(t);
+      },
+      [&](const EsyncWorkerTrace& t) {
+        std::lock_guard<std::mutex> lock(mu);
+        workers[t.rank].push_back(t);
+      });
+  const auto finals = RunCluster(r);
+  SetEsyncTraceForTesting(nullptr, nullptr);
+  ASSERT_EQ(finals.size(), 4u);
+
+  const int64_t expected_rounds = 16;  // iterations_per_epoch x epochs: the slowest worker's FSA steps
+  ASSERT_EQ(static_cast<int64_t>(rounds.size()), expected_rounds);
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    const EsyncRoundTrace& t = rounds[i];
+    EXPECT_EQ(t.round, static_cast<int64_t>(i));
+    ASSERT_EQ(t.seconds.size(), 4u);
+    EXPECT_EQ(t.steps, EsyncLocalSteps(t.seconds, 6)) << "round " << i;
+    if (i == 0) {
+      EXPECT_EQ(t.steps, (std::vector<int>{1, 1, 1, 1}));  // nothing measured yet
+    }
+    // The slowest worker takes one step.
+    size_t slowest = 0;
+    for (size_t w = 1; w < 4; ++w) slowest = t.seconds[w] > t.seconds[slowest] ? w : slowest;
+    EXPECT_EQ(t.steps[slowest], 1) << "round " << i;
+  }
+  ASSERT_EQ(workers.size(), 4u);
+  for (const auto& [rank, trace] : workers) {
+    ASSERT_EQ(static_cast<int64_t>(trace.size()), expected_rounds) << "worker " << rank;
+    for (size_t i = 0; i < trace.size(); ++i) {
+      EXPECT_EQ(trace[i].round, static_cast<int64_t>(i));
+      EXPECT_EQ(trace[i].told, rounds[i].steps[rank]) << "worker " << rank << " round " << i;
+      EXPECT_EQ(trace[i].taken, trace[i].told) << "worker " << rank << " round " << i;
+    }
+  }
+  const Weights& first = finals.begin()->second;
+  for (const auto& [name, w] : finals) EXPECT_EQ(MaxDiff(w, first), 0.0f) << name;
+}
+
+// `geomx serve --role state-server` and the plan of `geomx train` for an esync recipe.
+TEST(EsyncRolesTest, TheStateServerIsARoleAndPartOfTheLocalPlan) {
+  testing::ScratchDir dir;
+  testing::WriteFile(dir / "e.yaml", R"(name: e
+sync: {mode: esync}
+topology:
+  datacentres:
+    - {name: dc-a, workers: 2}
+    - {name: dc-b, workers: 2, slowdown: 4}
+)");
+  const std::string path = (dir / "e.yaml").string();
+  Result<Recipe> recipe = LoadRecipe(path, {});
+  ASSERT_TRUE(recipe.ok()) << recipe.status().ToString();
+  RoleFlags flags;
+  flags.recipe = path;
+  flags.role = "state-server";
+  Result<RoleSpec> spec = ResolveRoleSpec(*recipe, flags);
+  ASSERT_FALSE(spec.ok());  // port 0: the workers could not find it
+  EXPECT_EQ(spec.status().message().rfind("topology.central.state_server_port:", 0), 0u) << spec.status().message();
+  RoleFlags worker = flags;
+  worker.role = "worker";
+  worker.party = "dc-a";
+  EXPECT_FALSE(ResolveRoleSpec(*recipe, worker).ok());
+
+  Result<Recipe> pinned = LoadRecipe(path, {"topology.central.state_server_port=9301"});
+  ASSERT_TRUE(pinned.ok()) << pinned.status().ToString();
+  spec = ResolveRoleSpec(*pinned, flags);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->kind, RoleSpec::Kind::kStateServer);
+  EXPECT_EQ(ProcessName(*spec), "central/state-server");
+  EXPECT_NE(DescribeRole(*pinned, *spec).find("ESync state server of 4 workers; listens on 127.0.0.1:9301"),
+            std::string::npos)
+      << DescribeRole(*pinned, *spec);
+
+  TrainFlags train;
+  train.recipe = path;
+  train.out = "runs/e-1";
+  Result<LocalTopologyPlan> plan = PlanLocalTopology(train, *recipe, "/opt/geomx");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  int state_servers = 0;
+  std::string port_flag;
+  for (const PlannedProcess& p : plan->processes) {
+    if (p.name != "central/state-server") continue;
+    ++state_servers;
+    EXPECT_EQ(std::vector<std::string>(p.argv.begin() + 1, p.argv.begin() + 4),
+              (std::vector<std::string>{"serve", "--role", "state-server"}));
+    for (const std::string& a : p.argv) {
+      if (a.rfind("topology.central.state_server_port=", 0) == 0) port_flag = a;
+    }
+  }
+  EXPECT_EQ(state_servers, 1);
+  ASSERT_FALSE(port_flag.empty());
+  EXPECT_NE(port_flag, "topology.central.state_server_port=0");
+  for (const PlannedProcess& p : plan->processes) {  // every process is told the same port
+    EXPECT_NE(std::find(p.argv.begin(), p.argv.end(), port_flag), p.argv.end()) << p.name;
+  }
+
+  Result<Recipe> fsa = LoadRecipe(path, {"sync.mode=fsa"});
+  ASSERT_TRUE(fsa.ok());
+  plan = PlanLocalTopology(train, *fsa, "/opt/geomx");
+  ASSERT_TRUE(plan.ok());
+  for (const PlannedProcess& p : plan->processes) EXPECT_NE(p.name, "central/state-server");
+  EXPECT_EQ(ResolveRoleSpec(*fsa, flags).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace geomx::cli
