@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
+
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -29,6 +32,37 @@ void Text(cv::Mat& img, const std::string& s, cv::Point at, double scale = 0.5, 
 int TextWidth(const std::string& s, double scale) {
   int base = 0;
   return cv::getTextSize(s, kFont, scale, 1, &base).width;
+}
+
+// Lays `s` out in at most `max_width` pixels: at `scale` when it fits, else at a smaller scale (down to 0.32), else
+// broken into lines after a '[', ';' or ',' (configuration names with overrides are the long ones). Returns the
+// lines and sets *used_scale.
+std::vector<std::string> FitLines(const std::string& s, double scale, int max_width, double* used_scale) {
+  for (double sc = scale; sc >= 0.32 - 1e-9; sc -= 0.04) {
+    *used_scale = sc;
+    if (TextWidth(s, sc) <= max_width) return {s};
+  }
+  std::vector<std::string> lines;
+  std::string rest = s;
+  while (!rest.empty()) {
+    size_t cut = rest.size();
+    if (TextWidth(rest, *used_scale) > max_width) {
+      cut = 0;
+      for (size_t i = 0; i < rest.size(); ++i) {
+        const char ch = rest[i];
+        if ((ch == '[' || ch == ';' || ch == ',') && TextWidth(rest.substr(0, i + 1), *used_scale) <= max_width) {
+          cut = i + 1;
+        }
+      }
+      if (cut == 0) {  // no break point fits: cut at the width
+        cut = 1;
+        while (cut < rest.size() && TextWidth(rest.substr(0, cut + 1), *used_scale) <= max_width) ++cut;
+      }
+    }
+    lines.push_back(rest.substr(0, cut));
+    rest.erase(0, cut);
+  }
+  return lines;
 }
 
 // A "nice" tick step for a range (1, 2 or 5 times a power of ten).
@@ -106,7 +140,9 @@ Status DrawAccuracyChart(const std::vector<RunResult>& runs, double target, cons
   ylabel.copyTo(img(cv::Rect(8, T + ph / 2 - 130, 30, 260)));
   if (target > 0 && target >= amin && target <= amax) {
     for (int x = L; x < L + pw; x += 12) cv::line(img, {x, Y(target)}, {std::min(x + 6, L + pw), Y(target)}, kGrey, 1);
-    Text(img, Fmt("target %.2f", target), {L + 6, Y(target) - 6}, 0.45, kGrey);
+    // At the right end, where the curves have flattened above the target, so the label stays readable.
+    const std::string label = Fmt("target %.2f", target);
+    Text(img, label, {L + pw - 6 - TextWidth(label, 0.45), Y(target) + 18}, 0.45, kGrey);
   }
 
   int ly = T + 10;
@@ -139,7 +175,12 @@ Status DrawAccuracyChart(const std::vector<RunResult>& runs, double target, cons
     } else {
       label.append(" (").append(r.status).append(")");
     }
-    Text(img, label, {L + pw + 52, ly}, 0.45);
+    double sc = 0.45;
+    const std::vector<std::string> lines = FitLines(label, 0.45, W - (L + pw + 52) - 8, &sc);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (i > 0) ly += 16;
+      Text(img, lines[i], {L + pw + 52, ly}, sc);
+    }
   }
   Text(img, "diamond: first evaluation at or", {L + pw + 15, ly + 34}, 0.4, kGrey);
   Text(img, "above the target (dashed line)", {L + pw + 15, ly + 52}, 0.4, kGrey);
@@ -148,7 +189,7 @@ Status DrawAccuracyChart(const std::vector<RunResult>& runs, double target, cons
 
 Status DrawWanBytesChart(const std::vector<TableRow>& rows, const std::string& title,
                          const std::filesystem::path& png) {
-  const int W = 1100, H = 620, L = 90, R = 30, T = 90, B = 110;
+  const int W = 1100, H = 620, L = 120, R = 30, T = 90, B = 110;  // L: room for "100 MB" beside the axis title
   cv::Mat img(H, W, CV_8UC3, kWhite);
   double lo = 1e30, hi = 1;
   for (const TableRow& r : rows) {
@@ -193,12 +234,17 @@ Status DrawWanBytesChart(const std::vector<TableRow>& rows, const std::string& t
     };
     bar(cx - bw - 2, r.median.wan_to_target, c);
     bar(cx + 2, r.median.wan_total, light);
-    Text(img, r.config, {cx - TextWidth(r.config, 0.5) / 2, T + ph + 22}, 0.5);
+    double sc = 0.5;
+    const std::vector<std::string> lines = FitLines(r.config, 0.5, slot - 6, &sc);
+    int y = T + ph + 22;
+    for (size_t l = 0; l < lines.size(); ++l, y += 15) {
+      Text(img, lines[l], {cx - TextWidth(lines[l], sc) / 2, y}, sc);
+    }
     std::string sub = r.status != "completed" ? r.status : "";
     if (r.bytes_vs_flat) {
       sub = Fmt(r.bytes_vs_flat->lower_bound ? ">=%.0fx fewer" : "%.0fx fewer", r.bytes_vs_flat->value);
     }
-    if (!sub.empty()) Text(img, sub, {cx - TextWidth(sub, 0.4) / 2, T + ph + 42}, 0.4, kGrey);
+    if (!sub.empty()) Text(img, sub, {cx - TextWidth(sub, 0.4) / 2, y + 5}, 0.4, kGrey);
   }
   Text(img, "configuration (grey: WAN-byte reduction to target against flat-ps)", {L + pw / 2 - 250, H - 20}, 0.55);
   return Save(img, png);

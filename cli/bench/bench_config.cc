@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "cli/recipe_units.h"
@@ -30,6 +32,9 @@ Status Bad(const std::string& spec, const std::string& why) {
 // Model-averaging modes exchange weights between the tiers, so their accelerators go on the links between local
 // and global servers; gradient modes (fsa, mixed) use the compression preset of all four links with the
 // optimizer on the workers (bsc and mpq need it: a sparsified gradient cannot drive the global server's optimizer).
+// size_lower_bound of the bsc and mpq configurations (the recipe default, 1000, is GeoMX's).
+constexpr int kBenchSizeLowerBound = 2000;
+
 bool IsAveragingMode(const std::string& mode) { return mode == "hfa" || mode == "esync" || mode == "diloco"; }
 
 // flat-ps: one data centre per worker, each with that worker and one local server, so every worker's dense FP32
@@ -43,6 +48,17 @@ std::string FlatTopology(const Recipe& recipe) {
     list += "{name: w" + std::to_string(i) + ", workers: 1, servers: 1}";
   }
   return list + "]";
+}
+
+// The workers of a data centre share its uplink: flat-ps keeps the aggregate WAN capacity of the recipe's data
+// centres (D links of bandwidth B) and spreads it over its N one-worker links, B * D / N each. Without this,
+// flat-ps would get N / D times the WAN of every hierarchical configuration. Empty when the WAN is unshaped.
+std::string FlatLinkBandwidth(const Recipe& recipe) {
+  const double bw = recipe.topology.options.wan.bandwidth_bps;
+  const int n = recipe.topology.total_workers();
+  const size_t dcs = recipe.topology.datacentres.size();
+  if (!(bw > 0) || n <= 0 || dcs == 0) return "";
+  return BandwidthText(std::floor(bw * static_cast<double>(dcs) / n));
 }
 
 }  // namespace
@@ -135,10 +151,24 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
     c.sets.push_back("optimizer.where=global-server");
     c.description = "flat parameter server: " + std::to_string(recipe.topology.total_workers()) +
                     " workers each push dense FP32 gradients across the WAN to the central server (FSA)";
+    const std::string share = FlatLinkBandwidth(recipe);
+    if (!share.empty()) {
+      c.sets.push_back("topology.links.wan.bandwidth=" + share);
+      c.description += ", each on its share of its data centre's uplink (" + share + ")";
+    }
   } else if (base == "hips") {
-    c.description = "hierarchical PS (HiPS), FSA, dense FP32";
+    c.description = "hierarchical PS (HiPS), FSA";
   } else {
-    c.description = "hierarchical PS, sync " + mode + ", dense FP32";
+    c.description = "hierarchical PS, sync " + mode;
+  }
+  if (mode == "mixed" && recipe.topology.datacentres.size() > 1) {
+    // MixedSync applies every data centre's update on its own, D optimizer steps where FSA takes one: the
+    // learning rate is divided by D (docs/synchronization.md; at the full rate GEO-2x2 diverged).
+    char lr[32];
+    std::snprintf(lr, sizeof(lr), "%g",
+                  static_cast<double>(recipe.optimizer.lr) / static_cast<double>(recipe.topology.datacentres.size()));
+    c.sets.push_back(std::string("optimizer.lr=") + lr);
+    c.description += std::string(", optimizer.lr ") + lr + " (the recipe's divided by the data centres)";
   }
 
   std::string comp;
@@ -154,8 +184,24 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
       c.sets.push_back("accelerators.compression=" + comp);
       if (comp != "fp16") c.sets.push_back("optimizer.where=worker");
       c.description += ", " + comp + " compression";
+      // DGC's momentum correction: the optimizer's momentum moves into the compressor, which accumulates the
+      // velocity before selecting and masks it where it sent (docs/accelerators.md: +0.7 points after 2 epochs
+      // of GEO-2x2 against momentum applied by the workers to the sparse aggregate).
+      if (comp != "fp16" && recipe.optimizer.name == "momentum" && recipe.optimizer.momentum > 0) {
+        char m[32];
+        std::snprintf(m, sizeof(m), "%g", static_cast<double>(recipe.optimizer.momentum));
+        c.sets.push_back("optimizer.name=sgd");
+        c.sets.push_back(std::string("accelerators.bsc.momentum=") + m);
+        c.description += std::string(" with momentum correction (") + m + ")";
+      }
+    }
+    if (comp != "fp16") {
+      // Classifier-sized tensors stay dense: geomx-cnn's last layer (1,280 weights) would otherwise send 13 values
+      // a round at 1 % (docs/accelerators.md: +0.4 points after 2 epochs of GEO-2x2, 10 KB a round).
+      c.sets.push_back("accelerators.size_lower_bound=" + std::to_string(kBenchSizeLowerBound));
     }
   }
+  if (comp.empty() && base != "flat-ps") c.description += ", dense FP32";
   if (accs.count("p3")) {
     c.sets.push_back("accelerators.p3.enabled=true");
     c.description += ", P3 priority slicing";

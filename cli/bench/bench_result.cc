@@ -193,6 +193,21 @@ void ParseDdpOutput(const std::string& output, RunResult* r) {
   }
 }
 
+void ApportionPeerWanBytes(double total_bytes, double elapsed_s, RunResult* r) {
+  r->wan_total = total_bytes;
+  double iterations = static_cast<double>(r->iterations);
+  if (iterations <= 0 && !r->curve.empty()) {
+    const CurvePoint& last = r->curve.back();
+    iterations = static_cast<double>(last.iteration);
+    if (r->seconds_per_iteration > 0 && elapsed_s > last.time_s) {
+      iterations += (elapsed_s - last.time_s) / r->seconds_per_iteration;
+    }
+  }
+  for (CurvePoint& p : r->curve) {
+    p.wan_bytes = iterations > 0 ? total_bytes * std::min(1.0, static_cast<double>(p.iteration) / iterations) : 0;
+  }
+}
+
 std::optional<Ratio> SpeedupToTarget(const RunResult& base, const RunResult& r) {
   if (!r.time_to_target_s || *r.time_to_target_s <= 0) return std::nullopt;
   if (base.time_to_target_s && *base.time_to_target_s > 0) {

@@ -51,6 +51,14 @@ Status ReadGeomxRun(const std::filesystem::path& run_dir, RunResult* r);
 // {"event": "done", "final_accuracy", "iterations", "train_seconds"}. Other lines are ignored.
 void ParseDdpOutput(const std::string& output, RunResult* r);
 
+// Spreads `total_bytes`, measured on the shaped links over a whole run of the DDP peer (whose evaluations carry no
+// byte counts), over its curve by iteration: bytes at an evaluation = total * its iteration / the run's iterations,
+// and sets wan_total. A run stopped by --max-time reports no iteration count: its iterations at the stop are
+// estimated as the last evaluation's plus (elapsed_s - that evaluation's time) / seconds per iteration, where
+// elapsed_s is the whole child run (start-up included), so the estimate errs high and the bytes to the target err
+// low: ratios against ddp are then conservative.
+void ApportionPeerWanBytes(double total_bytes, double elapsed_s, RunResult* r);
+
 // A ratio against a baseline. lower_bound: the baseline never reached the target, so its figure is only a lower
 // bound (its whole run) and so is the ratio.
 struct Ratio {

@@ -262,19 +262,18 @@ Status RunBenchRecipe(const BenchRecipeFlags& f, const std::atomic<bool>* interr
                      : std::vector<ChildSpec>{GeomxSpec(exe, f.recipe, run_sets, run_dir)};
         if (shaper && !c.is_ddp) setenv("GEOMX_PARTY_NETNS", shaper->PartyNetsEnv().c_str(), 1);
         fs::create_directories(run_dir, ec);
+        const auto child_start = std::chrono::steady_clock::now();
         ChildOutcome o = RunChildren(specs, f.max_time_s, c.is_ddp ? run_dir / "ddp.log" : dir / (slug + ".log"),
                                      interrupted, c.is_ddp);
         unsetenv("GEOMX_PARTY_NETNS");
+        const double elapsed_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - child_start).count();
         r.run_dir = run_dir.string();
         if (c.is_ddp) {
           ParseDdpOutput(o.output, &r);
           if (shaper) {
-            r.wan_total = static_cast<double>(shaper->WanBytes() - bytes0);
             r.lan_total = 0.0;
-            // The peer's evaluations carry no byte counts: apportion the measured total by iteration.
-            for (CurvePoint& p : r.curve) {
-              p.wan_bytes = r.iterations > 0 ? *r.wan_total * static_cast<double>(p.iteration) / r.iterations : 0;
-            }
+            ApportionPeerWanBytes(static_cast<double>(shaper->WanBytes() - bytes0), elapsed_s, &r);
           } else {
             r.error = "ran unshaped on loopback (the in-process WAN emulator cannot shape PyTorch; use --netns): "
                       "its times are not comparable and its bytes are not measured";

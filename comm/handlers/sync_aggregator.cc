@@ -1,10 +1,10 @@
 #include "comm/handlers/sync_aggregator.h"
 
 #include <algorithm>
-#include <charconv>
 #include <utility>
 
 #include "comm/codec.h"
+#include "comm/handlers/request_checks.h"
 #include "comm/kv_worker.h"
 #include "comm/postoffice.h"
 #include "engine/base/logging.h"
@@ -43,29 +43,6 @@ struct SyncAggregator::KeyState {
   std::map<int, int64_t> last_push_ts;  // sender id -> ts of its latest push (recognises late duplicates)
 };
 
-namespace {
-
-std::string KeyText(uint64_t wire_key) {
-  return "key " + std::to_string(KeyOfWireKey(wire_key)) + " slice " + std::to_string(SliceOfWireKey(wire_key));
-}
-
-Result<int> ParseNumMerged(const std::string& body) {
-  if (body.empty()) return 1;
-  std::map<std::string, std::string> fields;
-  GEOMX_RETURN_IF_ERROR(DecodeFields(body, &fields));
-  auto it = fields.find(kNumMergedField);
-  if (it == fields.end()) return 1;
-  int n = 0;
-  const char* end = it->second.data() + it->second.size();
-  auto [p, ec] = std::from_chars(it->second.data(), end, n);
-  if (ec != std::errc() || p != end || n < 1) {
-    return Status::InvalidArgument("num_merged '" + it->second + "' is not a positive integer");
-  }
-  return n;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<SyncAggregator>> SyncAggregator::Create(KeyLayout layout, SyncAggregatorOptions options,
                                                                 AggregateSink* sink) {
   if (options.expected_senders < 1) return Status::InvalidArgument("sync aggregator: expected_senders must be >= 1");
@@ -85,36 +62,14 @@ SyncAggregator::~SyncAggregator() = default;
 
 void SyncAggregator::Handle(const KvRequest& req, KvServer& server) {
   const Meta& meta = req.meta;
-  if (meta.command == Command::kControl) {
-    Status s = options_.on_control ? options_.on_control(req)
-                                   : Status::Unimplemented("this server takes no control commands");
-    return server.Respond(req, {}, s);
-  }
-  if (meta.codec != codec_) {
-    return server.Respond(req, {}, Status::InvalidArgument("codec '" + meta.codec + "', this server reduces with '" +
-                                                           options_.reducer + "' (codec '" + codec_ + "')"));
-  }
-  if (meta.round < kInitRound) {
-    return server.Respond(req, {}, Status::InvalidArgument("round " + std::to_string(meta.round) + " is invalid"));
-  }
+  if (AnswerUndispatchable(req, server, options_.on_control, codec_, options_.reducer)) return;
   if (meta.command == Command::kPull) return HandlePull(req, server);
   if (meta.round == kInitRound) return HandleInitPush(req, server);
   HandlePush(req, server);
 }
 
 Status SyncAggregator::CheckKey(const KvRequest& req, size_t i, int my_rank) const {
-  const uint64_t wk = req.meta.keys[i];
-  const KeySlice* s = layout_.FindWireKey(wk);
-  if (s == nullptr) return Status::InvalidArgument("unknown " + KeyText(wk) + " (wire key " + std::to_string(wk) + ")");
-  if (s->server_rank != my_rank) {
-    return Status::InvalidArgument(KeyText(wk) + " is served by server rank " + std::to_string(s->server_rank) +
-                                   ", not " + std::to_string(my_rank));
-  }
-  if (codec_.empty() && req.meta.lens[i] != s->length) {
-    return Status::InvalidArgument(KeyText(wk) + " has " + std::to_string(s->length) + " floats, the request says " +
-                                   std::to_string(req.meta.lens[i]));
-  }
-  return Status::Ok();
+  return CheckRequestKey(layout_, req, i, my_rank, codec_);
 }
 
 void SyncAggregator::Resolve(const Waiter& w, const Status& status, const Bytes& value, ReadyList* ready) {

@@ -58,6 +58,37 @@ TEST(BenchConfig, FlatPsGivesEveryWorkerItsOwnDataCentre) {
   EXPECT_EQ(r->topology.total_workers(), base.topology.total_workers());
   EXPECT_EQ(r->sync.mode, "fsa");
   EXPECT_EQ(r->accelerators.compression, "none");
+  // The two workers of a data centre share its 50 Mbit/s uplink: 4 links of 25 Mbit/s, the same aggregate WAN.
+  EXPECT_DOUBLE_EQ(r->topology.options.wan.bandwidth_bps, 25e6);
+  EXPECT_DOUBLE_EQ(r->topology.options.wan.latency_s, base.topology.options.wan.latency_s);
+}
+
+TEST(BenchConfig, FlatPsLeavesAnUnshapedWanUnshaped) {
+  auto base = ParseRecipe(kGeo2x2, "geo2x2", {"topology.links.wan.bandwidth=0"});
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  auto c = ResolveConfig("flat-ps", *base);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  for (const std::string& s : c->sets) EXPECT_EQ(s.find("bandwidth"), std::string::npos) << s;
+}
+
+TEST(BenchConfig, SparseGradientPresetsMoveTheMomentumIntoTheCompressor) {
+  for (const char* spec : {"hips+bsc", "hips+mpq"}) {
+    auto c = ResolveConfig(spec, Geo2x2());  // optimizer: momentum 0.9 (the default)
+    ASSERT_TRUE(c.ok()) << spec;
+    EXPECT_TRUE(Has(*c, "optimizer.name=sgd")) << spec;
+    EXPECT_TRUE(Has(*c, "accelerators.bsc.momentum=0.9")) << spec;
+    EXPECT_TRUE(Has(*c, "accelerators.size_lower_bound=2000")) << spec;
+    auto r = ParseRecipe(kGeo2x2, "geo2x2", c->sets);  // the cross-key rules accept the combination
+    ASSERT_TRUE(r.ok()) << spec << ": " << r.status().ToString();
+    EXPECT_EQ(r->optimizer.name, "sgd");
+    EXPECT_FLOAT_EQ(r->accelerators.bsc_momentum, 0.9f);
+  }
+  // An optimizer without momentum has none to move.
+  auto sgd = ParseRecipe(kGeo2x2, "geo2x2", {"optimizer.name=sgd"});
+  ASSERT_TRUE(sgd.ok());
+  auto c = ResolveConfig("hips+bsc", *sgd);
+  ASSERT_TRUE(c.ok());
+  for (const std::string& s : c->sets) EXPECT_EQ(s.find("bsc.momentum"), std::string::npos) << s;
 }
 
 TEST(BenchConfig, AcceleratorsMapToTheirKeys) {
@@ -74,6 +105,8 @@ TEST(BenchConfig, AcceleratorsMapToTheirKeys) {
   ASSERT_TRUE(mpq.ok());
   EXPECT_TRUE(Has(*mpq, "accelerators.compression=mpq"));
   EXPECT_TRUE(Has(*mpq, "optimizer.where=worker"));
+  EXPECT_FALSE(Has(*fp16, "optimizer.name=sgd"));
+  EXPECT_FALSE(Has(*fp16, "accelerators.size_lower_bound=2000"));
   auto p3 = ResolveConfig("hips+p3", base);
   ASSERT_TRUE(p3.ok());
   EXPECT_TRUE(Has(*p3, "accelerators.p3.enabled=true"));
@@ -83,11 +116,27 @@ TEST(BenchConfig, AcceleratorsMapToTheirKeys) {
   EXPECT_TRUE(Has(*hfa, "accelerators.links.local_to_global=bsc"));
   EXPECT_TRUE(Has(*hfa, "accelerators.links.global_to_local=bsc"));
   EXPECT_FALSE(Has(*hfa, "accelerators.compression=bsc"));
+  EXPECT_TRUE(Has(*hfa, "accelerators.size_lower_bound=2000"));
+  EXPECT_FALSE(Has(*hfa, "optimizer.name=sgd"));  // hfa's workers keep their optimizer
   for (const char* mode : {"mixed", "esync", "diloco"}) {
     auto m = ResolveConfig(mode, base);
     ASSERT_TRUE(m.ok()) << mode;
     EXPECT_TRUE(Has(*m, std::string("sync.mode=") + mode));
   }
+}
+
+TEST(BenchConfig, MixedDividesTheLearningRateByTheDataCentres) {
+  auto m = ResolveConfig("mixed", Geo2x2());  // lr 0.05, 2 data centres
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(Has(*m, "optimizer.lr=0.025"));
+  auto over = ResolveConfig("mixed[optimizer.lr=0.01]", Geo2x2());  // an explicit override comes later and wins
+  ASSERT_TRUE(over.ok());
+  auto r = ParseRecipe(kGeo2x2, "geo2x2", over->sets);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FLOAT_EQ(r->optimizer.lr, 0.01f);
+  auto hips = ResolveConfig("hips", Geo2x2());
+  ASSERT_TRUE(hips.ok());
+  for (const std::string& s : hips->sets) EXPECT_EQ(s.find("optimizer.lr"), std::string::npos) << s;
 }
 
 TEST(BenchConfig, EveryPresetIsAcceptedByTheRecipeSchema) {

@@ -1,6 +1,9 @@
 // The table math of `geomx bench RECIPE`: time and bytes to target from a run's curve, medians over repeats,
 // speed-up and byte reduction against flat-ps and ddp (lower bounds when the baseline never reached the target),
 // and the CSV/JSON forms. No timing: every figure is synthetic.
+#include <cstdlib>
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "cli/bench/bench_result.h"
@@ -150,10 +153,38 @@ TEST(BenchResult, ParsesTheDdpPeersOutput) {
   EXPECT_FALSE(r.wan_to_target);  // no byte counters without netns
 }
 
+TEST(BenchResult, PeerBytesAreSpreadByIteration) {
+  // A completed run: its own iteration count.
+  RunResult done = MakeRun("ddp", {{10, 100, 0.80, 0, 0}, {20, 200, 0.86, 0, 0}}, 0, 25);
+  done.iterations = 400;
+  ApportionPeerWanBytes(8e6, 30, &done);
+  DeriveTargetFigures(&done);
+  EXPECT_DOUBLE_EQ(*done.wan_total, 8e6);
+  ASSERT_TRUE(done.wan_to_target);
+  EXPECT_DOUBLE_EQ(*done.wan_to_target, 4e6);  // iteration 200 of 400
+  EXPECT_DOUBLE_EQ(done.curve[0].wan_bytes, 2e6);
+
+  // Stopped by --max-time: no iteration count (regression: every point got 0 bytes, so no ratio against ddp).
+  // The 10 s after the last evaluation at 0.1 s per iteration add 100 iterations: 300 in all.
+  RunResult stopped = MakeRun("ddp", {{10, 100, 0.80, 0, 0}, {20, 200, 0.86, 0, 0}}, 0, 20);
+  stopped.seconds_per_iteration = 0.1;
+  ApportionPeerWanBytes(6e6, 30, &stopped);
+  DeriveTargetFigures(&stopped);
+  ASSERT_TRUE(stopped.wan_to_target);
+  EXPECT_DOUBLE_EQ(*stopped.wan_to_target, 4e6);  // 200 of 300
+  EXPECT_GT(*stopped.wan_to_target, 0);
+}
+
 TEST(BenchResult, ChartsAreWritten) {
-  testing::ScratchDir dir;
-  std::vector<RunResult> runs = {MakeRun("flat-ps", {{0, 0, 0.1, 0, 0}, {40, 100, 0.86, 8e6, 0}}, 9e6, 50),
-                                 MakeRun("hips", {{10, 100, 0.86, 1e6, 0}}, 2e6, 30)};
+  testing::ScratchDir scratch;
+  // GEOMX_CHART_TEST_OUT=DIR keeps the charts there, to look at them.
+  const char* keep = std::getenv("GEOMX_CHART_TEST_OUT");
+  const std::filesystem::path dir = keep != nullptr ? std::filesystem::path(keep) : scratch.path();
+  // Long configuration names (overrides) are shrunk or broken into lines, not clipped.
+  std::vector<RunResult> runs = {
+      MakeRun("flat-ps", {{0, 0, 0.1, 0, 0}, {40, 100, 0.86, 8e6, 0}}, 9e6, 50),
+      MakeRun("hips", {{10, 100, 0.86, 1e6, 0}}, 2e6, 30),
+      MakeRun("hfa+bsc[sync.k1=5;sync.k2=2;accelerators.bsc.ratio=0.005]", {{5, 100, 0.87, 1e5, 0}}, 2e5, 10)};
   ASSERT_TRUE(DrawAccuracyChart(runs, 0.85, "t", dir / "a.png").ok());
   ASSERT_TRUE(DrawWanBytesChart(BuildTable(runs), "t", dir / "w.png").ok());
   const std::string png = testing::ReadFile(dir / "a.png");

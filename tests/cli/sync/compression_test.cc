@@ -3,9 +3,10 @@
 // scheme says; MultiGPS (2 global servers, a tensor split across them) with bsc. Also the recipe rules.
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -16,48 +17,26 @@
 #include "cli/trainer.h"
 #include "comm/loopback_van.h"
 #include "comm/shaped_van.h"
+#include "tests/cli/cluster_test_util.h"
 #include "tests/testutil.h"
 
 namespace geomx::cli {
 namespace {
 
-using Weights = std::vector<std::vector<float>>;
+using cluster_testing::Weights;
 
 // 64 -> 256 -> 4 MLP: fc1.weight (16384 elements) and fc2.weight (1024) are above size_lower_bound (1000), the
 // biases below. 512 synthetic examples, 4 workers of batch 8: 16 iterations per epoch.
 Recipe MakeRecipe(const std::string& compression, int global_servers = 1) {
-  Recipe r;
-  r.name = "compression";
-  r.seed = 5;
-  r.threads = 1;
-  r.model.name = "mlp";
+  Recipe r = cluster_testing::TwoByTwoRecipe("compression", 1);
   r.model.hidden = {256};
-  r.data.name = "synthetic";
-  r.data.synthetic_train = 512;
   r.data.synthetic_test = 256;
-  r.data.synthetic_classes = 4;
   r.data.synthetic_shape = {64};
-  r.data.batch_size = 8;
-  r.data.prefetch = 0;
-  r.optimizer.name = "sgd";
-  r.optimizer.lr = 0.1f;
   r.optimizer_where = "worker";
-  r.training.epochs = 1;
-  r.training.eval_every = 0;
   r.accelerators.compression = compression;
   r.accelerators.bsc_ratio = 0.01f;
-  r.has_topology = true;
   r.topology.global_servers = global_servers;
-  for (const char* name : {"dc-a", "dc-b"}) {
-    comm::DataCentre dc;
-    dc.name = name;
-    dc.workers = 2;
-    dc.servers = 1;
-    r.topology.datacentres.push_back(dc);
-  }
   r.topology.options.split_bytes = global_servers > 1 ? 16384 : (1 << 20);  // 2 GS: fc1.weight in 4 slices
-  r.topology.options.rendezvous_timeout_ms = 30000;
-  r.topology.options.request_timeout_ms = 30000;
   return r;
 }
 
@@ -71,51 +50,20 @@ struct Outcome {
   Bytes4 bytes;
 };
 
-Weights Snapshot(nn::Module& model) {
-  Weights w;
-  for (nn::Parameter* p : model.Parameters()) w.push_back(p->data().ToFloatVector());
-  return w;
-}
-
 Outcome RunCluster(const Recipe& r) {
   comm::LoopbackNetwork net;
   std::mutex mu;
   std::map<std::string, std::unique_ptr<comm::TrafficCounters>> counters;  // per node
-  ClusterEnv env;
-  env.make_van = [&](const std::string& node) -> std::unique_ptr<comm::Van> {
-    std::lock_guard<std::mutex> lock(mu);
-    auto& c = counters[node];
-    c = std::make_unique<comm::TrafficCounters>();
-    return std::make_unique<comm::ShapedVan>(std::make_unique<comm::LoopbackVan>(&net), comm::ShapedVanOptions{},
-                                             c.get());
-  };
-  env.scheduler_endpoint = [](const std::string& tier, const std::string&, int) { return "loop://sched-" + tier; };
-  env.node_bind = [](const std::string& node, const std::string&) { return "loop://" + node; };
+  const ClusterEnv env =
+      cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
+        std::lock_guard<std::mutex> lock(mu);
+        auto& c = counters[node];
+        c = std::make_unique<comm::TrafficCounters>();
+        return std::make_unique<comm::ShapedVan>(std::make_unique<comm::LoopbackVan>(&net), comm::ShapedVanOptions{},
+                                                 c.get());
+      });
   Outcome out;
-  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
-    std::lock_guard<std::mutex> lock(mu);
-    out.finals[name] = Snapshot(model);
-  };
-  std::vector<std::thread> threads;
-  std::vector<std::pair<std::string, Status>> results;
-  auto run = [&](std::string name, std::function<Status()> fn) {
-    threads.emplace_back([&, name, fn] {
-      Status s = fn();
-      std::lock_guard<std::mutex> lock(mu);
-      results.emplace_back(name, s);
-    });
-  };
-  run("global-scheduler", [&] { return RunGlobalScheduler(r, env); });
-  for (int g = 0; g < r.topology.global_servers; ++g) run("global-server", [&, g] { return RunGlobalServer(r, g, env); });
-  run("master", [&] { return RunMasterWorker(r, env); });
-  for (const auto& dc : r.topology.datacentres) {
-    const std::string p = dc.name;
-    run(p + "/scheduler", [&, p] { return RunScheduler(r, p, env); });
-    for (int s = 0; s < dc.servers; ++s) run(p + "/server", [&, p, s] { return RunLocalServer(r, p, s, env); });
-    for (int w = 0; w < dc.workers; ++w) run(p + "/worker", [&, p, w] { return RunWorker(r, p, w, env, nullptr); });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& [name, s] : results) EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
+  out.finals = cluster_testing::RunCluster(r, env);
   for (const auto& [node, c] : counters) {
     const comm::TrafficSnapshot t = c->Snapshot();
     if (node.find("/global-server") != std::string::npos) {

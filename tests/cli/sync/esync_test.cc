@@ -11,16 +11,16 @@
 #include "cli/local_topology.h"
 #include "cli/role_command.h"
 #include "comm/loopback_van.h"
-#include "tests/cli/sync/averaging_cluster.h"
+#include "tests/cli/cluster_test_util.h"
 #include "tests/testutil.h"
 
 namespace geomx::cli {
 namespace {
 
-using testing_averaging::MaxDiff;
-using testing_averaging::RunCluster;
-using testing_averaging::SmallRecipe;
-using testing_averaging::Weights;
+using cluster_testing::AveragingRecipe;
+using cluster_testing::MaxDiff;
+using cluster_testing::RunCluster;
+using cluster_testing::Weights;
 
 TEST(EsyncRuleTest, FastWorkersFillTheSlowestWorkersStep) {
   EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.1, 0.4, 0.1, 0.4}, 16), (std::vector<int>{4, 1, 4, 1}));
@@ -54,11 +54,11 @@ TEST(EsyncPlannerTest, AnswersARoundWhenEveryWorkerAsked) {
 
 // The state server over loopback vans: three workers with fixed step times ask for three rounds.
 TEST(EsyncStateServerTest, AnswersEveryWorkerByTheRule) {
-  Recipe r = SmallRecipe("esync", 1);
+  Recipe r = AveragingRecipe("esync", 1);
   r.topology.datacentres[1].workers = 1;  // 3 workers
   r.sync.esync_max_local_steps = 8;
   comm::LoopbackNetwork net;
-  const ClusterEnv env = testing_averaging::LoopbackEnv(&net);
+  const ClusterEnv env = cluster_testing::LoopbackEnv(&net);
   Status server;
   std::thread st([&] { server = RunStateServer(r, env); });
   const std::vector<double> seconds = {0.05, 0.2, 0.1};
@@ -88,9 +88,9 @@ TEST(EsyncStateServerTest, AnswersEveryWorkerByTheRule) {
 }
 
 TEST(EsyncStateServerTest, RefusesOtherModes) {
-  Recipe r = SmallRecipe("hfa", 1);
+  Recipe r = AveragingRecipe("hfa", 1);
   comm::LoopbackNetwork net;
-  Status s = RunStateServer(r, testing_averaging::LoopbackEnv(&net));
+  Status s = RunStateServer(r, cluster_testing::LoopbackEnv(&net));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("sync.mode"), std::string::npos);
 }
@@ -98,7 +98,7 @@ TEST(EsyncStateServerTest, RefusesOtherModes) {
 // 2 x 2 with dc-b slowed down 4x: every round is planned by the rule from what the workers reported, each worker
 // takes exactly the steps it was told, all take part in every round, and all end with the global model.
 TEST(EsyncClusterTest, StepsFollowTheRuleWithASlowDataCentre) {
-  Recipe r = SmallRecipe("esync", 1);
+  Recipe r = AveragingRecipe("esync", 1);
   r.topology.datacentres[1].slowdown = 4.0f;
   r.sync.esync_max_local_steps = 6;
   std::mutex mu;

@@ -7,17 +7,17 @@
 
 #include "cli/sync_rules.h"
 #include "comm/key_layout.h"
-#include "tests/cli/sync/averaging_cluster.h"
+#include "tests/cli/cluster_test_util.h"
 
 namespace geomx::cli {
 namespace {
 
-using testing_averaging::InitialWeights;
-using testing_averaging::MaxDiff;
-using testing_averaging::Reference;
-using testing_averaging::RunCluster;
-using testing_averaging::SmallRecipe;
-using testing_averaging::Weights;
+using cluster_testing::AveragingRecipe;
+using cluster_testing::InitialWeights;
+using cluster_testing::MaxDiff;
+using cluster_testing::Reference;
+using cluster_testing::RunCluster;
+using cluster_testing::Weights;
 
 int64_t NumWireKeys(const Recipe& r) {
   auto setup = PrepareRun(r);
@@ -41,7 +41,7 @@ class HfaSyncCountTest : public ::testing::TestWithParam<Counts> {};
 // 16 iterations per epoch; a WAN sync every K1 * K2 iterations, the data-centre averages every K1.
 TEST_P(HfaSyncCountTest, WanSyncsAreIterationsOverK1K2) {
   const Counts c = GetParam();
-  Recipe r = SmallRecipe("hfa", c.epochs);
+  Recipe r = AveragingRecipe("hfa", c.epochs);
   r.sync.k1 = c.k1;
   r.sync.k2 = c.k2;
   AveragingStatsForTesting().Reset();
@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(K1K2, HfaSyncCountTest,
 // feedback and the global server answers sparse updates; every data centre still ends on the same global model.
 TEST(HfaTest, CompressedWanLinksKeepTheReplicasInStep) {
   for (const char* scheme : {"bsc", "fp16"}) {
-    Recipe r = SmallRecipe("hfa", 2);
+    Recipe r = AveragingRecipe("hfa", 2);
     r.sync.k1 = 2;
     r.sync.k2 = 2;
     r.accelerators.local_to_global = scheme;
@@ -91,7 +91,7 @@ TEST(HfaTest, CompressedWanLinksKeepTheReplicasInStep) {
 // K1 = K2 = 1 with plain SGD on the workers: averaging the models after one step each equals averaging the
 // gradients, so HFA (w_g += mean delta over the 4 workers) must match one process on the combined batches.
 TEST(HfaTest, OneStepRoundsMatchSingleProcessSgd) {
-  Recipe r = SmallRecipe("hfa", 2);
+  Recipe r = AveragingRecipe("hfa", 2);
   r.sync.k1 = 1;
   r.sync.k2 = 1;
   const auto finals = RunCluster(r);
@@ -103,7 +103,7 @@ TEST(HfaTest, OneStepRoundsMatchSingleProcessSgd) {
 // DiLoCo with K1 = K2 = 1, inner SGD (lr eta) and outer Nesterov (lr alpha, momentum mu): the pseudo-gradient is
 // eta x the mean gradient, so the run equals one process with Nesterov (lr alpha x eta, momentum mu).
 TEST(DilocoTest, OneStepRoundsMatchSingleProcessNesterov) {
-  Recipe r = SmallRecipe("diloco", 2);
+  Recipe r = AveragingRecipe("diloco", 2);
   r.sync.k1 = 1;
   r.sync.k2 = 1;
   r.sync.outer_lr = 0.7f;
@@ -171,7 +171,7 @@ TEST(AveragingRulesTest, AcceleratorsTheModesCannotUseAreRefused) {
     return out;
   };
   for (const char* mode : {"hfa", "diloco", "esync"}) {
-    Recipe r = SmallRecipe(mode, 1);
+    Recipe r = AveragingRecipe(mode, 1);
     EXPECT_TRUE(violations(r).empty()) << mode;
     Recipe lan = r;
     lan.accelerators.compression = "fp16";  // all four links, the data centres' too

@@ -2,113 +2,35 @@
 // overlaps communication but must not change the math: after the same iterations with SGD, the P3 workers hold
 // fsa's weights. Also: every parameter of every model is reached by the before-forward hook P3 waits in, and a
 // bad slice size is a recipe error naming its key (exit 2).
-#include <cmath>
-#include <map>
-#include <mutex>
 #include <set>
-#include <thread>
+#include <string>
 
 #include <gtest/gtest.h>
 
-#include "cli/cluster.h"
 #include "cli/recipe.h"
 #include "cli/setup.h"
-#include "comm/loopback_van.h"
 #include "engine/base/rng.h"
 #include "nn/models/models.h"
+#include "tests/cli/cluster_test_util.h"
 #include "tests/testutil.h"
 
 namespace geomx::cli {
 namespace {
 
-using Weights = std::vector<std::vector<float>>;
+using cluster_testing::MaxDiff;
+using cluster_testing::RunCluster;
+using cluster_testing::Snapshot;
+using cluster_testing::Weights;
 
 Recipe MakeRecipe(bool p3, int epochs) {
-  Recipe r;
-  r.name = "p3";
+  Recipe r = cluster_testing::TwoByTwoRecipe("p3", epochs);  // 16 iterations per epoch over 4 workers
   r.seed = 11;
-  r.threads = 1;
-  r.model.name = "mlp";
   r.model.hidden = {16, 12};
-  r.data.name = "synthetic";
-  r.data.synthetic_train = 512;
   r.data.synthetic_test = 64;
-  r.data.synthetic_classes = 4;
-  r.data.synthetic_shape = {16};
-  r.data.batch_size = 8;  // 16 iterations per epoch over 4 workers
-  r.data.prefetch = 0;
-  r.optimizer.name = "sgd";
-  r.optimizer.lr = 0.1f;
-  r.training.epochs = epochs;
-  r.training.eval_every = 0;
-  r.has_topology = true;
   r.topology.global_servers = 2;
-  for (const char* name : {"dc-a", "dc-b"}) {
-    comm::DataCentre dc;
-    dc.name = name;
-    dc.workers = 2;
-    dc.servers = 1;
-    r.topology.datacentres.push_back(dc);
-  }
-  r.topology.options.rendezvous_timeout_ms = 30000;
-  r.topology.options.request_timeout_ms = 30000;
   r.accelerators.p3 = p3;
   r.accelerators.p3_slice_elements = 24;  // the 16x16 and 16x12 weights travel as 11 and 8 slices
   return r;
-}
-
-Weights Snapshot(nn::Module& model) {
-  Weights w;
-  for (nn::Parameter* p : model.Parameters()) w.push_back(p->data().ToFloatVector());
-  return w;
-}
-
-// Runs every role as a thread over loopback vans; returns each worker's final weights.
-std::map<std::string, Weights> RunCluster(const Recipe& r) {
-  comm::LoopbackNetwork net;
-  ClusterEnv env;
-  env.make_van = [&net](const std::string&) { return std::make_unique<comm::LoopbackVan>(&net); };
-  env.scheduler_endpoint = [](const std::string& tier, const std::string&, int) { return "loop://sched-" + tier; };
-  env.node_bind = [](const std::string& node, const std::string&) { return "loop://" + node; };
-  std::mutex mu;
-  std::map<std::string, Weights> finals;
-  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
-    std::lock_guard<std::mutex> lock(mu);
-    finals[name] = Snapshot(model);
-  };
-  std::vector<std::thread> threads;
-  std::vector<std::pair<std::string, Status>> results;
-  auto run = [&](std::string name, std::function<Status()> fn) {
-    threads.emplace_back([&, name, fn] {
-      Status s = fn();
-      std::lock_guard<std::mutex> lock(mu);
-      results.emplace_back(name, s);
-    });
-  };
-  run("global-scheduler", [&] { return RunGlobalScheduler(r, env); });
-  for (int g = 0; g < r.topology.global_servers; ++g) {
-    run("global-server", [&, g] { return RunGlobalServer(r, g, env); });
-  }
-  run("master", [&] { return RunMasterWorker(r, env); });
-  for (const auto& dc : r.topology.datacentres) {
-    const std::string p = dc.name;
-    run(p + "/scheduler", [&, p] { return RunScheduler(r, p, env); });
-    for (int s = 0; s < dc.servers; ++s) run(p + "/server", [&, p, s] { return RunLocalServer(r, p, s, env); });
-    for (int w = 0; w < dc.workers; ++w) run(p + "/worker", [&, p, w] { return RunWorker(r, p, w, env, nullptr); });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& [name, s] : results) EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
-  return finals;
-}
-
-float MaxDiff(const Weights& a, const Weights& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    EXPECT_EQ(a[i].size(), b[i].size());
-    for (size_t j = 0; j < a[i].size() && j < b[i].size(); ++j) worst = std::max(worst, std::fabs(a[i][j] - b[i][j]));
-  }
-  return worst;
 }
 
 void ExpectP3MatchesFsa(Recipe fsa) {

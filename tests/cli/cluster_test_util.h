@@ -1,9 +1,18 @@
-// Test helpers for the model-averaging modes (hfa, diloco, esync): a 2 x 2 topology run as threads of this
-// process over loopback vans (the state server too, for esync), and the single-process reference run.
+// Helpers shared by the tests that start every role of a small two-tier topology inside the test process (one
+// thread per role, over loopback or inproc vans) and train: the 2 x 2 recipe they start from, the in-process
+// ClusterEnv, starting and joining the roles, each worker's final weights, and the single-process reference run.
+// Test-only code.
+//
+// Contract: RunRoles starts one thread per role of `r` (global scheduler, global servers, the state server when
+// sync.mode is esync, master, then per data centre its scheduler, local servers and workers), joins every one of
+// them, and reports each role that did not end OK as a non-fatal test failure naming the role. It returns only when
+// every thread has ended, so the vans' LoopbackNetwork or ZmqContext only has to outlive the call. RunCluster is
+// RunRoles with env.on_worker_done replaced by a collector of the workers' final weights.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -22,14 +31,17 @@
 #include "datasets/loader.h"
 #include "nn/optim/optimizer.h"
 
-namespace geomx::cli::testing_averaging {
+namespace geomx::cli::cluster_testing {
 
-using Weights = std::vector<std::vector<float>>;
+using Weights = std::vector<std::vector<float>>;  // one float vector per parameter, in Parameters() order
 
-// 512 synthetic examples, 4 workers of batch 8: 16 iterations per epoch.
-inline Recipe SmallRecipe(const std::string& mode, int epochs) {
+// Data centres dc-a and dc-b with 2 workers and 1 local server each, 1 global server; an MLP with one hidden
+// layer of 16 on 512 synthetic examples (16 features, 4 classes, 128 test examples), batch 8: 16 iterations per
+// epoch over the 4 workers; SGD with lr 0.1; seed 5, 1 compute thread, no prefetch; rendezvous and request
+// timeouts 30 s. Everything else keeps Recipe's defaults; tests change what they need.
+inline Recipe TwoByTwoRecipe(const std::string& name, int epochs) {
   Recipe r;
-  r.name = "averaging";
+  r.name = name;
   r.seed = 5;
   r.threads = 1;
   r.model.name = "mlp";
@@ -44,20 +56,25 @@ inline Recipe SmallRecipe(const std::string& mode, int epochs) {
   r.optimizer.name = "sgd";
   r.optimizer.lr = 0.1f;
   r.training.epochs = epochs;
-  r.training.eval_every = 0;
-  r.sync.mode = mode;
   r.has_topology = true;
   r.topology.global_servers = 1;
-  for (const char* name : {"dc-a", "dc-b"}) {
+  for (const char* dc_name : {"dc-a", "dc-b"}) {
     comm::DataCentre dc;
-    dc.name = name;
+    dc.name = dc_name;
     dc.workers = 2;
     dc.servers = 1;
     r.topology.datacentres.push_back(dc);
   }
-  r.topology.options.split_bytes = 256;  // several slices per large tensor
   r.topology.options.rendezvous_timeout_ms = 30000;
   r.topology.options.request_timeout_ms = 30000;
+  return r;
+}
+
+// TwoByTwoRecipe for the model-averaging modes (hfa, diloco, esync), several slices per large tensor.
+inline Recipe AveragingRecipe(const std::string& mode, int epochs) {
+  Recipe r = TwoByTwoRecipe("averaging", epochs);
+  r.sync.mode = mode;
+  r.topology.options.split_bytes = 256;
   return r;
 }
 
@@ -67,24 +84,30 @@ inline Weights Snapshot(nn::Module& model) {
   return w;
 }
 
-inline ClusterEnv LoopbackEnv(comm::LoopbackNetwork* net) {
+// Every node of this process reachable by name: schedulers at "<scheme>://sched-<tier>", nodes at
+// "<scheme>://<node>"; vans from `make_van`.
+inline ClusterEnv InProcessEnv(const std::string& scheme,
+                               std::function<std::unique_ptr<comm::Van>(const std::string& node)> make_van) {
   ClusterEnv env;
-  env.make_van = [net](const std::string&) { return std::make_unique<comm::LoopbackVan>(net); };
-  env.scheduler_endpoint = [](const std::string& tier, const std::string&, int) { return "loop://sched-" + tier; };
-  env.node_bind = [](const std::string& node, const std::string&) { return "loop://" + node; };
+  env.make_van = std::move(make_van);
+  env.scheduler_endpoint = [scheme](const std::string& tier, const std::string&, int) {
+    return scheme + "://sched-" + tier;
+  };
+  env.node_bind = [scheme](const std::string& node, const std::string&) { return scheme + "://" + node; };
   return env;
 }
 
-// Every role as a thread (plus the state server for esync); returns each worker's final weights.
-inline std::map<std::string, Weights> RunCluster(const Recipe& r) {
-  comm::LoopbackNetwork net;
-  ClusterEnv env = LoopbackEnv(&net);
+// Loopback vans on `net` (which must outlive every van made).
+inline ClusterEnv LoopbackEnv(comm::LoopbackNetwork* net) {
+  return InProcessEnv("loop", [net](const std::string&) { return std::make_unique<comm::LoopbackVan>(net); });
+}
+
+// Runs the global server of rank `rank` in place of RunGlobalServer (tests that observe it).
+using GlobalServerRole = std::function<Status(int rank)>;
+
+// Every role of `r` as a thread of this process; see the contract at the top.
+inline void RunRoles(const Recipe& r, const ClusterEnv& env, const GlobalServerRole& global_server = nullptr) {
   std::mutex mu;
-  std::map<std::string, Weights> finals;
-  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
-    std::lock_guard<std::mutex> lock(mu);
-    finals[name] = Snapshot(model);
-  };
   std::vector<std::thread> threads;
   std::vector<std::pair<std::string, Status>> results;
   auto run = [&](std::string name, std::function<Status()> fn) {
@@ -95,7 +118,9 @@ inline std::map<std::string, Weights> RunCluster(const Recipe& r) {
     });
   };
   run("global-scheduler", [&] { return RunGlobalScheduler(r, env); });
-  for (int g = 0; g < r.topology.global_servers; ++g) run("global-server", [&, g] { return RunGlobalServer(r, g, env); });
+  for (int g = 0; g < r.topology.global_servers; ++g) {
+    run("global-server", [&, g] { return global_server ? global_server(g) : RunGlobalServer(r, g, env); });
+  }
   if (r.sync.mode == "esync") run("state-server", [&] { return RunStateServer(r, env); });
   run("master", [&] { return RunMasterWorker(r, env); });
   for (const auto& dc : r.topology.datacentres) {
@@ -106,10 +131,28 @@ inline std::map<std::string, Weights> RunCluster(const Recipe& r) {
   }
   for (auto& t : threads) t.join();
   for (const auto& [name, s] : results) EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
+}
+
+// RunRoles; returns each worker's final weights by worker name.
+inline std::map<std::string, Weights> RunCluster(const Recipe& r, ClusterEnv env) {
+  std::mutex mu;
+  std::map<std::string, Weights> finals;
+  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
+    std::lock_guard<std::mutex> lock(mu);
+    finals[name] = Snapshot(model);
+  };
+  RunRoles(r, env);
   return finals;
 }
 
-// One process from the same initial weights, each step on the 4 workers' batches concatenated, with `optimizer`.
+// RunCluster over loopback vans.
+inline std::map<std::string, Weights> RunCluster(const Recipe& r) {
+  comm::LoopbackNetwork net;
+  return RunCluster(r, LoopbackEnv(&net));
+}
+
+// One process from the same initial weights, each step on all workers' batches concatenated (the mean loss over
+// all of them: the mean of the workers' mean gradients), with `optimizer`.
 inline Weights Reference(const Recipe& r, const nn::OptimizerConfig& optimizer) {
   auto setup = PrepareRun(r);
   EXPECT_TRUE(setup.ok()) << setup.status().ToString();
@@ -143,7 +186,7 @@ inline Weights Reference(const Recipe& r, const nn::OptimizerConfig& optimizer) 
         ys.insert(ys.end(), yv.begin(), yv.end());
       }
       const int64_t n = static_cast<int64_t>(ys.size());
-      Tensor x = Tensor::FromVector(xs, Shape({n, 16}));
+      Tensor x = Tensor::FromVector(xs, Shape({n, static_cast<int64_t>(xs.size()) / n}));
       Tensor y = Tensor::FromVectorI64(ys, Shape({n}));
       EXPECT_TRUE(TrainStep(model, update, model.Parameters(), x, y, round++).ok());
     }
@@ -151,6 +194,7 @@ inline Weights Reference(const Recipe& r, const nn::OptimizerConfig& optimizer) 
   return Snapshot(model);
 }
 
+// The largest absolute difference between two weight sets (a size mismatch is a test failure).
 inline float MaxDiff(const Weights& a, const Weights& b) {
   float worst = 0;
   EXPECT_EQ(a.size(), b.size());
@@ -161,10 +205,11 @@ inline float MaxDiff(const Weights& a, const Weights& b) {
   return worst;
 }
 
+// The recipe's model's initial weights.
 inline Weights InitialWeights(const Recipe& r) {
   auto setup = PrepareRun(r);
   EXPECT_TRUE(setup.ok()) << setup.status().ToString();
   return Snapshot(*setup->model);
 }
 
-}  // namespace geomx::cli::testing_averaging
+}  // namespace geomx::cli::cluster_testing

@@ -1,0 +1,65 @@
+#include "comm/handlers/request_checks.h"
+
+#include <charconv>
+#include <map>
+
+#include "comm/codec.h"
+#include "comm/kv_worker.h"
+
+namespace geomx::comm {
+
+std::string KeyText(uint64_t wire_key) {
+  return "key " + std::to_string(KeyOfWireKey(wire_key)) + " slice " + std::to_string(SliceOfWireKey(wire_key));
+}
+
+Result<int> ParseNumMerged(const std::string& body) {
+  if (body.empty()) return 1;
+  std::map<std::string, std::string> fields;
+  GEOMX_RETURN_IF_ERROR(DecodeFields(body, &fields));
+  auto it = fields.find(kNumMergedField);
+  if (it == fields.end()) return 1;
+  int n = 0;
+  const char* end = it->second.data() + it->second.size();
+  auto [p, ec] = std::from_chars(it->second.data(), end, n);
+  if (ec != std::errc() || p != end || n < 1) {
+    return Status::InvalidArgument("num_merged '" + it->second + "' is not a positive integer");
+  }
+  return n;
+}
+
+bool AnswerUndispatchable(const KvRequest& req, KvServer& server,
+                          const std::function<Status(const KvRequest&)>& on_control, const std::string& codec,
+                          const std::string& reducer) {
+  const Meta& meta = req.meta;
+  if (meta.command == Command::kControl) {
+    server.Respond(req, {}, on_control ? on_control(req) : Status::Unimplemented("this server takes no control commands"));
+    return true;
+  }
+  if (meta.codec != codec) {
+    server.Respond(req, {}, Status::InvalidArgument("codec '" + meta.codec + "', this server reduces with '" + reducer +
+                                                    "' (codec '" + codec + "')"));
+    return true;
+  }
+  if (meta.round < kInitRound) {
+    server.Respond(req, {}, Status::InvalidArgument("round " + std::to_string(meta.round) + " is invalid"));
+    return true;
+  }
+  return false;
+}
+
+Status CheckRequestKey(const KeyLayout& layout, const KvRequest& req, size_t i, int my_rank, const std::string& codec) {
+  const uint64_t wk = req.meta.keys[i];
+  const KeySlice* s = layout.FindWireKey(wk);
+  if (s == nullptr) return Status::InvalidArgument("unknown " + KeyText(wk) + " (wire key " + std::to_string(wk) + ")");
+  if (s->server_rank != my_rank) {
+    return Status::InvalidArgument(KeyText(wk) + " is served by server rank " + std::to_string(s->server_rank) +
+                                   ", not " + std::to_string(my_rank));
+  }
+  if (codec.empty() && req.meta.lens[i] != s->length) {
+    return Status::InvalidArgument(KeyText(wk) + " has " + std::to_string(s->length) + " floats, the request says " +
+                                   std::to_string(req.meta.lens[i]));
+  }
+  return Status::Ok();
+}
+
+}  // namespace geomx::comm
