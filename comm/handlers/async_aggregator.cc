@@ -13,21 +13,6 @@
 
 namespace geomx::comm {
 
-// One request being answered: it completes when each of its keys has a value (or one failed).
-struct AsyncAggregator::Pending {
-  KvRequest req;
-  KvServer* server = nullptr;
-  std::vector<Bytes> values;  // per key of req
-  size_t remaining = 0;
-  Status error;
-  bool wants_values = false;  // pull / pushpull
-};
-
-struct AsyncAggregator::Waiter {
-  std::shared_ptr<Pending> pending;
-  size_t index = 0;
-};
-
 // One sender's decoded push of one key.
 struct AsyncAggregator::Update {
   int sender = 0;
@@ -112,38 +97,6 @@ int AsyncAggregator::SenderIndex(const KvRequest& req, KvServer& server) const {
     if (options_.senders[i] == node->party) return static_cast<int>(i);
   }
   return -1;
-}
-
-std::shared_ptr<AsyncAggregator::Pending> AsyncAggregator::NewPending(const KvRequest& req, KvServer& server) const {
-  auto p = std::make_shared<Pending>();
-  p->req = req;
-  p->server = &server;
-  p->values.resize(req.meta.keys.size());
-  p->remaining = req.meta.keys.size();
-  p->wants_values = req.meta.command != Command::kPush;
-  return p;
-}
-
-void AsyncAggregator::Resolve(const Waiter& w, const Status& status, const Bytes& value, ReadyList* ready) {
-  Pending& p = *w.pending;
-  if (!status.ok()) {
-    if (p.error.ok()) p.error = status;
-  } else {
-    p.values[w.index] = value;
-  }
-  if (--p.remaining == 0) ready->push_back(w.pending);
-}
-
-void AsyncAggregator::RespondAll(const ReadyList& ready) {
-  for (const auto& p : ready) {
-    if (!p->error.ok()) {
-      p->server->Respond(p->req, {}, p->error);
-    } else if (p->wants_values) {
-      p->server->Respond(p->req, std::move(p->values));
-    } else {
-      p->server->Respond(p->req, {});
-    }
-  }
 }
 
 AsyncAggregator::KeyState& AsyncAggregator::State(uint64_t wire_key) {

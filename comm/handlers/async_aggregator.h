@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/handlers/pending_request.h"
 #include "comm/handlers/reducer.h"
 #include "comm/key_layout.h"
 #include "comm/kv_server.h"
@@ -102,11 +103,10 @@ class AsyncAggregator : public ServerHandler {
   size_t num_waiting() const;
 
  private:
-  struct Pending;
-  struct Waiter;
+  using Pending = PendingRequest;
+  using Waiter = KeyWaiter;
   struct Update;
   struct KeyState;
-  using ReadyList = std::vector<std::shared_ptr<Pending>>;
 
   AsyncAggregator(KeyLayout layout, AsyncAggregatorOptions options, AsyncSink* sink, std::string codec);
   void HandlePush(const KvRequest& req, KvServer& server);
@@ -115,7 +115,6 @@ class AsyncAggregator : public ServerHandler {
   Status CheckKey(const KvRequest& req, size_t i, int my_rank) const;
   Result<std::vector<float>> Decode(uint64_t wire_key, const Bytes& payload) const;
   int SenderIndex(const KvRequest& req, KvServer& server) const;
-  std::shared_ptr<Pending> NewPending(const KvRequest& req, KvServer& server) const;
   KeyState& State(uint64_t wire_key);  // creates the key's state sized for the senders (mu_ held)
   // Whether applying an update from `sender` keeps the invariant (mu_ held).
   bool Admissible(const KeyState& ks, int sender) const;
@@ -124,8 +123,6 @@ class AsyncAggregator : public ServerHandler {
   // Applies waiting updates that became admissible, most stale first (mu_ held).
   void Release(uint64_t wire_key, KeyState& ks, ReadyList* ready);
   void ApplyOne(uint64_t wire_key, KeyState& ks, Update& u, ReadyList* ready);
-  static void Resolve(const Waiter& w, const Status& status, const Bytes& value, ReadyList* ready);
-  static void RespondAll(const ReadyList& ready);
 
   const KeyLayout layout_;
   const AsyncAggregatorOptions options_;

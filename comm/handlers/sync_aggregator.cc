@@ -11,21 +11,6 @@
 
 namespace geomx::comm {
 
-// One request being answered: it completes when each of its keys has a value (or one failed).
-struct SyncAggregator::Pending {
-  KvRequest req;
-  KvServer* server = nullptr;
-  std::vector<Bytes> values;  // per key of req
-  size_t remaining = 0;
-  Status error;
-  bool wants_values = false;  // pull / pushpull
-};
-
-struct SyncAggregator::Waiter {
-  std::shared_ptr<Pending> pending;
-  size_t index = 0;
-};
-
 struct SyncAggregator::RoundState {
   std::unique_ptr<Reducer> reducer;  // null until the first push (a pull may open the round first)
   std::map<int, int64_t> pushers;    // sender id -> ts of its push
@@ -70,38 +55,6 @@ void SyncAggregator::Handle(const KvRequest& req, KvServer& server) {
 
 Status SyncAggregator::CheckKey(const KvRequest& req, size_t i, int my_rank) const {
   return CheckRequestKey(layout_, req, i, my_rank, codec_);
-}
-
-void SyncAggregator::Resolve(const Waiter& w, const Status& status, const Bytes& value, ReadyList* ready) {
-  Pending& p = *w.pending;
-  if (!status.ok()) {
-    if (p.error.ok()) p.error = status;
-  } else {
-    p.values[w.index] = value;
-  }
-  if (--p.remaining == 0) ready->push_back(w.pending);
-}
-
-void SyncAggregator::RespondAll(const ReadyList& ready) {
-  for (const auto& p : ready) {
-    if (!p->error.ok()) {
-      p->server->Respond(p->req, {}, p->error);
-    } else if (p->wants_values) {
-      p->server->Respond(p->req, std::move(p->values));
-    } else {
-      p->server->Respond(p->req, {});
-    }
-  }
-}
-
-std::shared_ptr<SyncAggregator::Pending> SyncAggregator::NewPending(const KvRequest& req, KvServer& server) {
-  auto p = std::make_shared<Pending>();
-  p->req = req;
-  p->server = &server;
-  p->values.resize(req.meta.keys.size());
-  p->remaining = req.meta.keys.size();
-  p->wants_values = req.meta.command != Command::kPush;
-  return p;
 }
 
 void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "comm/handlers/aggregate_sink.h"
+#include "comm/handlers/pending_request.h"
 #include "comm/handlers/reducer.h"
 #include "comm/key_layout.h"
 #include "comm/kv_server.h"
@@ -67,27 +68,20 @@ class SyncAggregator : public ServerHandler {
   size_t num_open_rounds() const;
 
  private:
-  struct Pending;
-  struct Waiter;
+  using Pending = PendingRequest;
+  using Waiter = KeyWaiter;
   struct RoundState;
   struct KeyState;
-
-  using ReadyList = std::vector<std::shared_ptr<Pending>>;
 
   SyncAggregator(KeyLayout layout, SyncAggregatorOptions options, AggregateSink* sink, std::string codec);
   void HandlePush(const KvRequest& req, KvServer& server);
   void HandlePull(const KvRequest& req, KvServer& server);
   void HandleInitPush(const KvRequest& req, KvServer& server);
   Status CheckKey(const KvRequest& req, size_t i, int my_rank) const;
-  std::shared_ptr<Pending> NewPending(const KvRequest& req, KvServer& server);
   // The last push of (wire_key, round) arrived: reduce and hand to the sink (mu_ not held).
   void CompleteRound(uint64_t wire_key, int64_t round);
   void OnRoundDone(uint64_t wire_key, int64_t round, const Status& status, Bytes value);
   void OnFetchDone(uint64_t wire_key, const Status& status, Bytes value);
-  // Gives one waiter its value or error (mu_ held); a request whose last key this was goes to `ready`.
-  static void Resolve(const Waiter& w, const Status& status, const Bytes& value, ReadyList* ready);
-  // Answers completed requests (mu_ not held).
-  static void RespondAll(const ReadyList& ready);
 
   const KeyLayout layout_;
   const SyncAggregatorOptions options_;
