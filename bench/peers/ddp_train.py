@@ -29,17 +29,10 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_cnn import geomx_cnn  # noqa: E402  (the same layers for both peers)
+
 MEAN, STD = 0.2860, 0.3530  # datasets/idx.cc, Fashion-MNIST
-
-
-def geomx_cnn():
-    return nn.Sequential(
-        nn.Conv2d(1, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(512, 256), nn.ReLU(),
-        nn.Linear(256, 128), nn.ReLU(),
-        nn.Linear(128, 10))
 
 
 def geomx_init(model):
