@@ -6,7 +6,7 @@
 #include "cli/recipe.h"
 #include "cli/run_dir.h"
 #include "cli/setup.h"
-#include "cli/trainer.h"
+#include "algorithms/train/trainer.h"
 #include "nn/checkpoint.h"
 
 namespace geomx::cli {
@@ -26,7 +26,7 @@ Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe_p
   nn::CheckpointMeta meta;
   Status st = nn::LoadCheckpoint(ckpt, *setup.model, nullptr, &meta);
   if (!st.ok()) return st.WithContext(ckpt.string());
-  const EvalResult r = Evaluate(*setup.model, *setup.data.test, setup.device, 500, 0);
+  const train::EvalResult r = train::Evaluate(*setup.model, *setup.data.test, setup.device, 500, 0);
   if (json) {
     JsonObject j;
     j.Add("checkpoint", ckpt.string())

@@ -172,9 +172,7 @@ Status Launcher::Wait(const std::atomic<bool>* interrupted) {
     const Child& c = children_[static_cast<size_t>(failed)];
     std::string msg = c.spec.name + " " + DescribeExit(c.wait_status);
     if (children_.size() > 1) msg += "; stopped the other " + std::to_string(children_.size() - 1) + " processes";
-    msg += "\nlast lines of " + c.spec.name + ":";
-    if (c.tail.empty()) msg += " (no output)";
-    for (const std::string& line : c.tail) msg += "\n  " + line;
+    msg.append("\n").append(LastLines(c));
     // A child that refused its input (exit 2: recipe, flags, data) makes the whole run a user error.
     const bool user_error = WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 2;
     return user_error ? Status::InvalidArgument(msg) : Status::Unavailable(msg);
@@ -183,6 +181,32 @@ Status Launcher::Wait(const std::atomic<bool>* interrupted) {
     return Status::Cancelled("interrupted; stopped all " + std::to_string(children_.size()) + " processes");
   }
   return Status::Ok();
+}
+
+Status Launcher::WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    PumpOutput();
+    if (done()) return Status::Ok();
+    for (Child& c : children_) {
+      if (!c.running) continue;
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
+        continue;
+      }
+      Drain(c, /*to_eof=*/true);
+      Reap(c);
+      if (done()) return Status::Ok();  // it said what we waited for on its way out
+      std::string msg = c.spec.name + " " + DescribeExit(c.wait_status) + " before it was ready";
+      msg.append("\n").append(LastLines(c));
+      return Status::Unavailable(msg);
+    }
+    if (Clock::now() >= deadline) {
+      std::string msg = "not ready after " + std::to_string(timeout.count()) + " ms";
+      for (const Child& c : children_) msg.append("\n").append(LastLines(c));
+      return Status::DeadlineExceeded(msg);
+    }
+  }
 }
 
 bool Launcher::PumpOutput() {
@@ -230,9 +254,13 @@ std::vector<pid_t> Launcher::pids() const {
 
 void Launcher::Emit(Child& child, std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  std::string prefixed = "[" + child.spec.name + "] ";
-  prefixed.append(line);
-  options_.sink(prefixed);
+  if (options_.prefix_lines) {
+    std::string prefixed = "[" + child.spec.name + "] ";
+    prefixed.append(line);
+    options_.sink(prefixed);
+  } else {
+    options_.sink(line);
+  }
   child.tail.emplace_back(line);
   while (child.tail.size() > static_cast<size_t>(options_.tail_lines)) child.tail.pop_front();
 }
@@ -310,6 +338,27 @@ std::string Launcher::DescribeExit(int wait_status) {
     return "was killed by signal " + std::to_string(sig) + (name != nullptr ? std::string(" (SIG") + name + ")" : "");
   }
   return "stopped (wait status " + std::to_string(wait_status) + ")";
+}
+
+std::string Launcher::LastLines(const Child& child) {
+  std::string out = "last lines of " + child.spec.name + ":";
+  if (child.tail.empty()) out += " (no output)";
+  for (const std::string& line : child.tail) out += "\n  " + line;
+  return out;
+}
+
+Result<std::string> RunAndCapture(const std::vector<std::string>& argv, const std::atomic<bool>* interrupted) {
+  if (argv.empty()) return Status::InvalidArgument("RunAndCapture: empty command");
+  std::string name;  // the command line names the child in errors
+  for (const std::string& arg : argv) name.append(name.empty() ? "" : " ").append(arg);
+  std::string output;
+  LauncherOptions options;
+  options.prefix_lines = false;
+  options.sink = [&output](std::string_view line) { output.append(line).append("\n"); };
+  Launcher launcher(std::move(options));
+  GEOMX_RETURN_IF_ERROR(launcher.Start({ChildSpec{name, argv}}));
+  GEOMX_RETURN_IF_ERROR(launcher.Wait(interrupted));
+  return output;
 }
 
 }  // namespace geomx::cli

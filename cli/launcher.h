@@ -8,6 +8,8 @@
 //     after `grace_period_ms`; Wait returns kInternal naming the child, its exit status and its last lines.
 //   - Interrupt: when *interrupted turns true (Ctrl-C), every child gets SIGINT (workers checkpoint), then SIGTERM
 //     and SIGKILL, each after `grace_period_ms`; Wait returns kCancelled once all are gone.
+//   - Helpers: WaitUntil relays output until a background child is ready (it printed "ready") and leaves it
+//     running; RunAndCapture runs one command to completion and returns its output.
 //   - No process is left behind: each child leads its own process group (so the terminal's Ctrl-C reaches only
 //     the launcher, which forwards it) and has PR_SET_PDEATHSIG(SIGKILL), so it dies with the launcher; every
 //     signal goes to the whole group; the destructor kills and reaps whatever is still running.
@@ -19,6 +21,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <string>
@@ -40,6 +43,7 @@ struct LauncherOptions {
   // Receives each complete, prefixed line ("[dc-a/worker0] loss 0.31", no newline). Default: stdout, flushed per
   // line. Called on the thread that calls Wait.
   std::function<void(std::string_view line)> sink;
+  bool prefix_lines = true;  // false: lines reach the sink as the child printed them, without "[name] "
 };
 
 class Launcher {
@@ -57,6 +61,13 @@ class Launcher {
   // Relays output until every child has exited; see the class comment for failure and interrupt handling.
   // `interrupted` may be null. Returns OK when all exited 0.
   Status Wait(const std::atomic<bool>* interrupted);
+
+  // For children that keep running (a helper that announces it is ready): relays output until `done()` returns
+  // true, checked after each batch of output (a sink that watches for a line sets what `done` reads), and leaves
+  // the children running; Wait or the destructor stops them later. Returns kUnavailable when a child exits first
+  // (naming it, with its exit status and last lines) and kDeadlineExceeded after `timeout`; after an error, only
+  // destroy the Launcher.
+  Status WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 
   // The process ids of the children, in Start order (for tests and diagnostics).
   std::vector<pid_t> pids() const;
@@ -81,9 +92,17 @@ class Launcher {
   size_t RunningCount() const;
   void KillAll();
   static std::string DescribeExit(int wait_status);
+  static std::string LastLines(const Child& child);  // "last lines of NAME:\n  line..." for error reports
 
   LauncherOptions options_;
   std::vector<Child> children_;
 };
+
+// Runs `argv` to completion under a Launcher (its own process group, PR_SET_PDEATHSIG, stdin /dev/null) and
+// returns what it printed on stdout and stderr, each line followed by '\n'. When it cannot be executed or exits
+// non-zero: the Launcher's error (see Wait), naming the command, with its last lines. When *interrupted turns true
+// (may be null) the command gets SIGINT, then SIGTERM and SIGKILL, and the result is kCancelled. Blocks the caller.
+Result<std::string> RunAndCapture(const std::vector<std::string>& argv,
+                                  const std::atomic<bool>* interrupted = nullptr);
 
 }  // namespace geomx::cli

@@ -1,6 +1,5 @@
 #include "cli/local_topology.h"
 
-#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "algorithms/sync/sync_mode.h"
 #include "cli/free_ports.h"
 #include "cli/recipe_units.h"
 #include "cli/role_command.h"
@@ -20,26 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kLoopback[] = "127.0.0.1";
-
-// `geomx bench --netns` (cli/bench/netns.h) sets GEOMX_PARTY_NETNS="party=ns@ip;...": each listed party's processes
-// then run in its network namespace (`ip netns exec NS`) and the party's host is that address, not loopback.
-struct PartyNetns {
-  std::string ns, ip;
-};
-std::map<std::string, PartyNetns> PartyNetnsFromEnv() {
-  std::map<std::string, PartyNetns> out;
-  const char* env = std::getenv("GEOMX_PARTY_NETNS");
-  std::string_view rest = env != nullptr ? env : "";
-  while (!rest.empty()) {
-    const std::string_view item = rest.substr(0, rest.find(';'));
-    rest.remove_prefix(std::min(rest.size(), item.size() + 1));
-    const size_t eq = item.find('='), at = item.find('@');
-    if (eq == std::string_view::npos || at == std::string_view::npos || at < eq) continue;
-    out[std::string(item.substr(0, eq))] = {std::string(item.substr(eq + 1, at - eq - 1)),
-                                            std::string(item.substr(at + 1))};
-  }
-  return out;
-}
 
 std::string ShellQuote(const std::string& arg) {
   bool plain = !arg.empty();
@@ -76,7 +56,7 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
   // Scheduler ports: the recipe's, or free loopback ports for those left at 0.
   int zeros = t.global_scheduler_port == 0 ? 1 : 0;
   for (const comm::DataCentre& d : t.datacentres) zeros += d.scheduler_port == 0 ? 1 : 0;
-  const bool esync = recipe.sync.mode == "esync";  // + the ESync state server
+  const bool esync = sync::TraitsOf(recipe.sync.mode).state_server;  // + the state server (ESync)
   zeros += esync && t.state_server_port == 0 ? 1 : 0;
   GEOMX_ASSIGN_OR_RETURN(std::vector<int> free_ports, PickFreePorts(kLoopback, zeros));
   size_t next_free = 0;
@@ -94,7 +74,9 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
   // What every process is told on top of the recipe file: the user's overrides, then loopback hosts and the ports.
   std::vector<std::string> common;
   for (const std::string& s : flags.sets) common.insert(common.end(), {"--set", s});
-  const std::map<std::string, PartyNetns> netns = PartyNetnsFromEnv();
+  // `geomx bench --netns` (bench/netns.h): a listed party's processes run in its network namespace and its host
+  // is the namespace's address, not loopback.
+  const std::map<std::string, PartyNetns>& netns = flags.party_netns;
   auto host_of = [&](const std::string& party) {
     const auto it = netns.find(party);
     return it == netns.end() ? std::string(kLoopback) : it->second.ip;

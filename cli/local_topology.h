@@ -40,7 +40,9 @@ struct LocalTopologyPlan {
 
 // Builds the plan for `recipe` (which has a topology) run with `flags`, re-executing `exe`. Picks free loopback
 // ports for schedulers whose recipe port is 0. The run folder is flags.resume, else flags.out, else
-// runs/<name>-<timestamp>; it is not created here. Fails when no port can be picked.
+// runs/<name>-<timestamp>; it is not created here. Fails when no port can be picked. A party listed in
+// flags.party_netns (`geomx bench --netns`) has its processes started as `ip netns exec NS EXE ...` and the
+// namespace's address as its host instead of loopback.
 Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recipe& recipe, const std::string& exe);
 
 // The plan as text for `geomx train --dry-run`: one block per process (name, role, where it listens, its command

@@ -10,7 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/bench/bench_runner.h"
+#include "bench/bench_commands.h"
 #include "cli/commands.h"
 #include "cli/role_command.h"
 #include "cli/train_command.h"
@@ -75,6 +75,18 @@ int main(int argc, char** argv) {
   worker.role = "worker";
   train_cmd->add_option("--party", worker.party, "Run only this data centre's worker --rank (multi-host)");
   train_cmd->add_option("--rank", worker.rank, "With --party: the worker's index in its data centre");
+  // Hidden, internal to `geomx bench --netns` (docs/cli.md): run a party's processes in a network namespace.
+  train_cmd
+      ->add_option_function<std::vector<std::string>>(
+          "--party-netns",
+          [&train](const std::vector<std::string>& values) {
+            for (const std::string& v : values) {
+              const geomx::Status s = geomx::cli::ParsePartyNetns(v, &train.party_netns);
+              if (!s.ok()) throw CLI::ValidationError("--party-netns", s.message());
+            }
+          },
+          "PARTY=NAMESPACE@IP (repeatable; set by geomx bench --netns)")
+      ->group("");
   train_cmd->footer(
       "Example:\n  geomx train recipes/quickstart.yaml --set training.epochs=1 --out runs/try1\n"
       "  geomx train --resume runs/try1                            # after Ctrl-C\n"
@@ -132,38 +144,9 @@ int main(int argc, char** argv) {
       "Example:\n  geomx serve --role global-scheduler recipes/geo2x2.yaml\n"
       "  geomx serve --role server recipes/geo2x2.yaml --party dc-a --rank 0");
 
-  // bench
-  CLI::App* bench_cmd = app.add_subcommand(
-      "bench", "Benchmarks: `geomx bench kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ)");
-  geomx::cli::bench::BenchRecipeFlags bench_recipe;
-  geomx::cli::bench::AddBenchRecipeOptions(bench_cmd, &bench_recipe);
-  bench_cmd->footer("Example:\n  geomx bench recipes/bench_geo2x2.yaml --configs flat-ps,hips,hips+bsc --max-time 600"
-                    "\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm");
-  geomx::cli::BenchKernelsFlags bench_kernels;
-  CLI::App* bench_kernels_cmd =
-      bench_cmd->add_subcommand("kernels", "Training samples/s of geomx-cnn vs PyTorch, same run, ratio");
-  bench_kernels_cmd->add_option("--batch-sizes", bench_kernels.batch_sizes, "Batch sizes")->delimiter(',');
-  bench_kernels_cmd->add_option("--threads", bench_kernels.threads, "Thread counts")->delimiter(',');
-  bench_kernels_cmd->add_option("--iterations", bench_kernels.iterations, "Timed iterations per configuration")
-      ->check(CLI::Range(1, 1000000));
-  bench_kernels_cmd->add_option("--warmup", bench_kernels.warmup, "Warm-up iterations")->check(CLI::Range(0, 10000));
-  bench_kernels_cmd->add_option("--python", bench_kernels.python, "Python with torch (Debian python3-torch)");
-  bench_kernels_cmd->add_option("--torch-script", bench_kernels.torch_script, "PyTorch peer script");
-  bench_kernels_cmd->add_flag("--no-torch", bench_kernels.skip_torch, "Measure geomx only");
-  bench_kernels_cmd->add_option("--json", bench_kernels.json_out, "Also write the results as JSON to this file");
-  bench_kernels_cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2 --json out.json");
-  geomx::cli::BenchCommFlags bench_comm;
-  CLI::App* bench_comm_cmd = bench_cmd->add_subcommand(
-      "comm", "Parameter-server push+pull MB/s vs a raw ZeroMQ ping-pong on loopback, same run, ratio");
-  bench_comm_cmd->add_option("--sizes", bench_comm.sizes, "Message sizes in bytes (multiples of 4)")->delimiter(',');
-  bench_comm_cmd->add_option("--iterations", bench_comm.iterations, "Timed round trips per size (0 = by size)")
-      ->check(CLI::Range(0, 1000000));
-  bench_comm_cmd->add_option("--warmup", bench_comm.warmup, "Untimed round trips before each timing (-1 = auto)")
-      ->check(CLI::Range(-1, 100000));
-  bench_comm_cmd->add_option("--repeats", bench_comm.repeats, "Timings per size and path; medians are reported")
-      ->check(CLI::Range(1, 100));
-  bench_comm_cmd->add_option("--json", bench_comm.json_out, "Also write the results as JSON to this file");
-  bench_comm_cmd->footer("Example:\n  geomx bench comm\n  geomx bench comm --sizes 4096,65536,4194304 --json comm.json");
+  // bench: `geomx bench RECIPE`, `geomx bench kernels`, `geomx bench comm` (bench/bench_commands.h)
+  geomx::bench::BenchCommandLine bench;
+  geomx::bench::AddBenchCommands(&app, &bench);
 
   try {
     app.parse(argc, argv);
@@ -216,15 +199,8 @@ int main(int argc, char** argv) {
                                             " --party P --rank N`");
   } else if (serve_cmd->parsed()) {
     status = geomx::cli::RunRoleCommand(serve, &g_interrupted);
-  } else if (bench_kernels_cmd->parsed()) {
-    status = geomx::cli::RunBenchKernelsCommand(bench_kernels);
-  } else if (bench_comm_cmd->parsed()) {
-    status = geomx::cli::RunBenchCommCommand(bench_comm);
-  } else if (bench_cmd->parsed()) {
-    status = bench_recipe.recipe.empty()
-                 ? geomx::Status::InvalidArgument("bench: give a RECIPE (geomx bench RECIPE --configs a,b), or one "
-                                                  "of the subcommands kernels, comm")
-                 : geomx::cli::bench::RunBenchRecipe(bench_recipe, &g_interrupted);
+  } else if (geomx::bench::BenchCommandChosen(bench)) {
+    status = geomx::bench::RunBenchCommand(bench, &g_interrupted);
   }
   return ExitCode(status);
 }

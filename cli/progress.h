@@ -8,20 +8,11 @@
 #include <cstdio>
 #include <string>
 
+#include "algorithms/train/trainer_events.h"
+
 namespace geomx::cli {
 
-struct ProgressInfo {
-  int epoch = 1;              // 1-based
-  int epochs = 1;
-  int64_t iteration = 0;      // completed, global
-  int64_t total_iterations = 0;
-  int64_t epoch_iteration = 0;  // completed within this epoch
-  int64_t epoch_iterations = 0;
-  double loss = 0;            // smoothed training loss
-  double accuracy = 0;        // smoothed training accuracy
-  double samples_per_second = 0;
-  double eta_seconds = 0;
-};
+using train::ProgressInfo;
 
 class Progress {
  public:

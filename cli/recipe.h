@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/sync/sync_settings.h"
+#include "algorithms/train/training_config.h"
 #include "comm/topology.h"
 #include "datasets/data_config.h"
 #include "engine/base/status.h"
@@ -19,31 +21,10 @@
 
 namespace geomx::cli {
 
-struct TrainingConfig {
-  int epochs = 5;                  // >= 1
-  int64_t max_iterations = 0;      // stop after this many iterations in total; 0 = no limit
-  int64_t eval_every = 0;          // evaluate every N iterations (plus at every epoch end); 0 = epoch ends only
-  int64_t eval_limit = 0;          // evaluate on at most N test examples at intermediate evals; 0 = all
-  float target_accuracy = 0.0f;    // [0, 1]; 0 = none. Records time_to_target; training continues
-  bool stop_at_target = false;     // stop as soon as target_accuracy is reached
-  int64_t checkpoint_every = 0;    // also checkpoint every N iterations; 0 = at epoch ends only
-  int64_t log_every = 50;          // progress line every N iterations when stdout is not a terminal, >= 1
-};
-
-// Recipe section `sync` (docs/synchronization.md): how the tiers synchronise. Keys of other modes are ignored.
-struct SyncConfig {
-  std::string mode = "fsa";        // fsa | mixed | hfa | diloco | esync
-  int max_staleness = 0;           // mixed: an applied update is at most this many updates stale; 0 = no bound
-  float dcasgd_lambda = 0.0f;      // mixed: DC-ASGD delay compensation at the global server; 0 = off
-  bool dcasgd_adaptive = false;    // mixed: lambda / sqrt(running mean square of the gradient)
-  float dcasgd_decay = 0.95f;      // adaptive DC-ASGD: decay of the mean square
-  int k1 = 20;                     // hfa, diloco: local steps per data-centre average
-  int k2 = 10;                     // hfa, diloco: data-centre averages per global synchronisation
-  float outer_lr = 0.7f;           // diloco: outer learning rate (Nesterov)
-  float outer_momentum = 0.9f;     // diloco: outer momentum
-  int esync_max_local_steps = 16;  // esync: most local steps a worker takes in one round
-  float esync_global_lr = 1.0f;    // esync: scale of the averaged model delta
-};
+// Recipe section `training` (algorithms/train/training_config.h) and section `sync` (docs/synchronization.md;
+// algorithms/sync/sync_settings.h): the libraries' own typed configs, filled here.
+using TrainingConfig = train::TrainingConfig;
+using SyncConfig = sync::SyncSettings;
 
 // Recipe section `accelerators` (docs/accelerators.md). Link values: auto (from `compression`) | none | fp16 | bsc
 // | mpq; see LinkScheme in comm/compression/link_codec.h.
@@ -74,7 +55,8 @@ struct Recipe {
   nn::LrScheduleConfig lr_schedule;  // recipe key: optimizer.schedule
   // Where the optimizer runs once there is a parameter server: "global-server" (the global servers apply the
   // aggregated gradients; workers pull weights) or "worker" (every worker applies them; servers only aggregate).
-  // No effect without a topology. Recipe key: optimizer.where.
+  // No effect without a topology. Recipe key: optimizer.where; typed as sync::OptimizerPlacement for the
+  // libraries (cli/cluster.h ClusterConfigOf).
   std::string optimizer_where = "global-server";
   TrainingConfig training;
   SyncConfig sync;

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "algorithms/sync/sync_mode.h"
 #include "cli/recipe_schema.h"
 #include "cli/recipe_units.h"
 
@@ -19,6 +20,14 @@ RecipeRange Between(double lo, bool lo_open, double hi, bool hi_open) {
 }
 const RecipeRange kUnitOpenAbove = Between(0, false, 1, true);  // [0, 1)
 const std::vector<std::string_view> kLinkSchemes = {"auto", "none", "fp16", "bsc", "mpq"};
+
+// The sync modes built into this binary (algorithms/sync/sync_mode.h registry), fsa first (the default).
+std::vector<std::string_view> SyncModeNames() {
+  std::vector<std::string_view> names;
+  for (const sync::SyncModeDef* def : sync::SyncModeRegistry::All()) names.push_back(def->name);
+  std::stable_partition(names.begin(), names.end(), [](std::string_view n) { return n == sync::SyncSettings{}.mode; });
+  return names;
+}
 
 // ---- extra syntax checks ----
 std::string CheckRunName(std::string_view v) {
@@ -206,7 +215,7 @@ std::vector<RecipeKey> BuildTable() {
        .help = "A progress line every N iterations when stdout is not a terminal."},
 
       {.path = "sync.mode", .field = [](R r) -> F { return &r.sync.mode; },
-       .allowed = {"fsa", "mixed", "hfa", "diloco", "esync"}, .noun = "sync mode",
+       .allowed = SyncModeNames(), .noun = "sync mode",
        .help = "With a topology: fsa = synchronous on both tiers; mixed = synchronous inside a data centre, "
        "asynchronous between them; hfa = k1 local steps, k2 local averages per global average; diloco = hfa "
        "with an outer Nesterov optimizer; esync = per-worker local steps set by a state server."},

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "algorithms/sync/sync_mode.h"
 #include "cli/recipe_schema.h"
 
 namespace geomx::cli {
@@ -70,14 +71,19 @@ Result<RoleSpec> ResolveRoleSpec(const Recipe& recipe, const RoleFlags& flags) {
                                    " needs a recipe with a topology section (docs/deployment.md); " + recipe.source +
                                    " has none: train it on one process with `geomx train " + recipe.source + "`");
   }
-  if (flags.role == "state-server" && recipe.sync.mode != "esync") {
-    return Status::InvalidArgument("--role state-server: the state server coordinates sync.mode esync; the recipe's "
-                                   "sync.mode is '" + recipe.sync.mode + "'");
+  const bool state_server = sync::TraitsOf(recipe.sync.mode).state_server;
+  if (flags.role == "state-server" && !state_server) {
+    std::vector<std::string> modes;  // the registered modes that have a state server
+    for (const sync::SyncModeDef* def : sync::SyncModeRegistry::All()) {
+      if (def->traits.state_server) modes.push_back(def->name);
+    }
+    return Status::InvalidArgument("--role state-server: the state server coordinates sync.mode " + Join(modes) +
+                                   "; the recipe's sync.mode is '" + recipe.sync.mode + "'");
   }
-  if ((flags.role == "state-server" || (is_worker && recipe.sync.mode == "esync")) &&
-      recipe.topology.state_server_port == 0) {
-    return Status::InvalidArgument("topology.central.state_server_port: sync.mode esync needs the state server's "
-                                   "port to start its processes one by one (`geomx train` picks one itself)");
+  if ((flags.role == "state-server" || (is_worker && state_server)) && recipe.topology.state_server_port == 0) {
+    return Status::InvalidArgument("topology.central.state_server_port: sync.mode " + recipe.sync.mode +
+                                   " needs the state server's port to start its processes one by one (`geomx "
+                                   "train` picks one itself)");
   }
   const RoleEntry* role = FindRole(flags.role);
   if (role == nullptr) {

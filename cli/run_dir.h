@@ -14,25 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/train/trainer_events.h"
 #include "engine/base/status.h"
 
 namespace geomx::cli {
 
-// One evaluation row: the columns of metrics.jsonl and metrics.csv.
-struct MetricsRow {
-  double time_s = 0;          // seconds since training started (cumulative over resumes)
-  int64_t iteration = 0;      // completed iterations
-  int epoch = 0;              // 1-based epoch the row belongs to
-  double loss = 0;            // mean training loss since the previous row
-  double train_accuracy = 0;  // training accuracy since the previous row
-  double test_loss = 0;
-  double test_accuracy = 0;
-  int64_t test_examples = 0;
-  double samples_per_second = 0;  // training throughput since the previous row
-  double lr = 0;
-  uint64_t lan_bytes = 0;  // traffic counters (zero in single-process runs)
-  uint64_t wan_bytes = 0;
-};
+using train::MetricsRow;
 
 class RunDir {
  public:

@@ -8,16 +8,19 @@
 #include <functional>
 #include <string>
 
+#include "algorithms/train/trainer.h"
 #include "cli/progress.h"
 #include "cli/recipe.h"
 #include "cli/run_dir.h"
 #include "cli/setup.h"
-#include "cli/trainer.h"
 #include "comm/traffic.h"
 #include "nn/module.h"
 #include "nn/optim/optimizer.h"
 
 namespace geomx::cli {
+
+using train::StopReason;
+using train::TrainState;
 
 uint64_t PeakRssBytes();
 
@@ -37,7 +40,7 @@ comm::TrafficSnapshot ReadTrafficDir(const std::filesystem::path& dir);
 
 // Connects a Trainer to the terminal and the run folder: progress lines, metrics rows (with the traffic
 // counters), checkpoints. All pointers borrowed. Not thread-safe (the trainer's thread).
-class RunListener final : public TrainerListener {
+class RunListener final : public train::TrainerListener {
  public:
   RunListener(RunDir* run, Progress* progress, nn::Module* model, nn::Optimizer* opt, std::string model_name,
               TrafficSource traffic);

@@ -18,7 +18,7 @@
 #include "cli/run_dir.h"
 #include "cli/run_report.h"
 #include "cli/setup.h"
-#include "cli/trainer.h"
+#include "algorithms/train/trainer.h"
 #include "comm/traffic.h"
 #include "datasets/loader.h"
 #include "nn/checkpoint.h"
@@ -75,6 +75,21 @@ void PrintPlan(const Recipe& recipe, const RunSetup& setup, nn::Module& model) {
 }
 
 }  // namespace
+
+Status ParsePartyNetns(std::string_view value, std::map<std::string, PartyNetns>* out) {
+  const size_t eq = value.find('='), at = value.find('@', eq == std::string_view::npos ? 0 : eq);
+  if (eq == std::string_view::npos || at == std::string_view::npos || eq == 0 || at == eq + 1 ||
+      at + 1 == value.size()) {
+    return Status::InvalidArgument("--party-netns '" + std::string(value) + "': expected PARTY=NAMESPACE@IP");
+  }
+  (*out)[std::string(value.substr(0, eq))] = {std::string(value.substr(eq + 1, at - eq - 1)),
+                                              std::string(value.substr(at + 1))};
+  return Status::Ok();
+}
+
+std::string FormatPartyNetns(const std::string& party, const PartyNetns& where) {
+  return party + "=" + where.ns + "@" + where.ip;
+}
 
 Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interrupted) {
   // 1. Validate everything before creating anything. A resumed run continues with its own resolved recipe
@@ -151,12 +166,12 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
   Progress progress(stdout, isatty(STDOUT_FILENO) == 1, recipe.training.log_every);
   RunListener listener(&*run, &progress, &model, optimizer.get(), recipe.model.name,
                        [&traffic] { return traffic.Snapshot(); });
-  TrainerOptions to;
+  train::TrainerOptions to;
   to.training = recipe.training;
   to.schedule = recipe.lr_schedule;
   to.base_lr = recipe.optimizer.lr;
   to.device = setup.device;
-  Trainer trainer(to, &model, optimizer.get(), &loader, setup.data.test.get(), &listener, interrupted);
+  train::Trainer trainer(to, &model, optimizer.get(), &loader, setup.data.test.get(), &listener, interrupted);
 
   const int64_t num_params = model.NumParameters();
   progress.Message("geomx: training " + recipe.model.name + " (" + std::to_string(num_params) +
@@ -180,7 +195,7 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
   std::snprintf(line, sizeof(line),
                 "geomx: %s after %lld iterations (%d epochs) in %s: final test accuracy %.4f, best %.4f; "
                 "summary %s/summary.json",
-                StopReasonName(*reason), static_cast<long long>(state.iteration), state.epoch,
+                train::StopReasonName(*reason), static_cast<long long>(state.iteration), state.epoch,
                 Progress::FormatDuration(state.elapsed_s).c_str(), std::max(0.0, state.final_accuracy),
                 std::max(0.0, state.best_accuracy), run->path().c_str());
   progress.Message(line);

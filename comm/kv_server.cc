@@ -22,8 +22,9 @@ Status CheckFraming(const Meta& meta, const std::vector<Bytes>& data) {
     if (!seen.insert(k).second) return Status::InvalidArgument("wire key " + std::to_string(k) + " repeated");
   }
   if (meta.command == Command::kPull) {
-    if (!data.empty()) return Status::InvalidArgument("a pull carries " + std::to_string(data.size()) + " frames");
-    return Status::Ok();
+    // A pull of a non-dense codec may select what it wants (row-sparse: the row ids), one frame per key.
+    if (data.empty() || (!meta.codec.empty() && data.size() == meta.keys.size())) return Status::Ok();
+    return Status::InvalidArgument("a pull carries " + std::to_string(data.size()) + " frames");
   }
   if (data.size() != meta.keys.size()) {
     return Status::InvalidArgument(std::to_string(meta.keys.size()) + " keys but " + std::to_string(data.size()) +
@@ -69,6 +70,26 @@ void KvServer::OnMessage(Message&& msg) {
     return;
   }
   handler_->Handle(req, *this);
+}
+
+void KvServer::RespondControl(const KvRequest& req, const Status& status, std::string body) {
+  Message m;
+  m.meta.command = Command::kControl;
+  m.meta.app_id = req.meta.app_id;
+  m.meta.timestamp = req.meta.timestamp;
+  m.meta.round = req.meta.round;
+  m.meta.request = false;
+  if (!status.ok()) {
+    m.meta.status_code = static_cast<int32_t>(status.code());
+    m.meta.body = status.message();
+  } else {
+    m.meta.body = std::move(body);
+  }
+  Status s = po_->Send(req.meta.sender, std::move(m));
+  if (!s.ok()) {
+    GEOMX_LOG(kWarning) << "kv server (app " << app_id_ << "): could not answer control of "
+                        << po_->Describe(req.meta.sender) << ": " << s.ToString();
+  }
 }
 
 void KvServer::Respond(const KvRequest& req, std::vector<Bytes> data, const Status& status) {

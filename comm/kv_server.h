@@ -5,7 +5,8 @@
 //
 // Framing checked before the handler sees a request (a violation is answered with kInvalidArgument, never a
 // crash and never silence): keys.size() == lens.size(); for kPush/kPushPull one data frame per key; for codec ""
-// (dense f32) frame i holds exactly lens[i] floats; for kPull no data frames; no duplicate key. A request for
+// (dense f32) frame i holds exactly lens[i] floats; for kPull no data frames, except that a pull of a non-dense
+// codec may carry one frame per key selecting what it wants (row_sparse: the u64 row ids); no duplicate key. A request for
 // another command is dropped (logged).
 //
 // Responses echo command, app_id, timestamp, round, codec and keys; data frames are one per key (values) or none
@@ -15,6 +16,7 @@
 // Ownership: borrows the Postoffice and the handler (both must outlive the KvServer). Thread-safe.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "comm/message.h"
@@ -51,6 +53,8 @@ class KvServer {
   // Answers `req`. `data`: one frame per request key (pull / pushpull values) or empty. A non-OK `status` sends
   // an error response (data ignored). Thread-safe; send failures are logged (the requester times out).
   void Respond(const KvRequest& req, std::vector<Bytes> data, const Status& status = Status::Ok());
+  // Answers a kControl request: OK with `body` (read by KvWorker::QueryControl), or the error.
+  void RespondControl(const KvRequest& req, const Status& status, std::string body = "");
 
   Postoffice* postoffice() const { return po_; }
   int app_id() const { return app_id_; }

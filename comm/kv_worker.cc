@@ -52,6 +52,7 @@ struct KvWorker::Call : public RequestContext {
   bool raw = false;
   std::map<int, std::vector<Target>> targets;
   std::vector<Bytes> values;  // raw answers
+  std::string control_answer;  // QueryControl: the server's answer body
 };
 
 KvWorker::KvWorker(Postoffice* po, int app_id, KeyLayout layout)
@@ -201,6 +202,7 @@ void KvWorker::OnMessage(Message&& msg) {
   }
   auto apply = [&](RequestContext* context) -> Status {
     auto* call = static_cast<Call*>(context);
+    if (call != nullptr && meta.command == Command::kControl) call->control_answer = meta.body;
     if (call == nullptr || call->command == Command::kPush || meta.command == Command::kControl) return Status::Ok();
     auto it = call->targets.find(meta.sender);
     if (it == call->targets.end()) return Status::Internal("no targets for " + server);
@@ -248,6 +250,12 @@ void KvWorker::SendRaw(RawRequest request, RawDone done) {
     return fail(Status::InvalidArgument("raw request: command must be push, pull or pushpull"));
   }
   const bool pushes = request.command != Command::kPull;
+  // A pull of a non-dense codec may carry one selection frame per wire key (kv_server.h).
+  const bool selects = !pushes && !request.payloads.empty();
+  if (selects && (request.codec.empty() || request.payloads.size() != request.wire_keys.size())) {
+    return fail(Status::InvalidArgument(what + ": a pull's selection frames need a non-dense codec and one frame "
+                                        "per wire key"));
+  }
   if (pushes && request.payloads.size() != request.wire_keys.size()) {
     return fail(Status::InvalidArgument(what + ": " + std::to_string(request.wire_keys.size()) + " wire keys but " +
                                         std::to_string(request.payloads.size()) + " payloads"));
@@ -291,6 +299,7 @@ void KvWorker::SendRaw(RawRequest request, RawDone done) {
       m.data.push_back(request.payloads[i]);
     } else {
       m.meta.lens.push_back(static_cast<uint32_t>(s->length));
+      if (selects) m.data.push_back(request.payloads[i]);
     }
     call->targets[server].push_back({wk, s->length, nullptr, i});
   }
@@ -309,6 +318,29 @@ Result<std::vector<Bytes>> KvWorker::RequestRaw(RawRequest request) {
   auto [status, values] = future.get();
   if (!status.ok()) return status;
   return values;
+}
+
+Result<std::string> KvWorker::QueryControl(int server_rank, const std::string& body) {
+  const std::vector<int> servers = po_->ServerIds();
+  if (server_rank < 0 || server_rank >= static_cast<int>(servers.size())) {
+    return Status::InvalidArgument("control query: no server of rank " + std::to_string(server_rank) + " in tier " +
+                                   po_->spec().name);
+  }
+  const int server = servers[server_rank];
+  auto call = std::make_shared<Call>();
+  call->command = Command::kControl;
+  Message m;
+  m.meta.command = Command::kControl;
+  m.meta.app_id = app_id_;
+  m.meta.request = true;
+  m.meta.body = body;
+  const int64_t ts = customer_.NewRequest({{server, po_->Describe(server) + " for control"}}, "control query",
+                                          nullptr, call);
+  m.meta.timestamp = ts;
+  Status s = po_->Send(server, std::move(m));
+  if (!s.ok()) customer_.AddResponse(ts, server, s.WithContext("sending to " + po_->Describe(server)));
+  GEOMX_RETURN_IF_ERROR(customer_.Wait(ts));
+  return call->control_answer;
 }
 
 Status KvWorker::SendControl(const std::string& body) {

@@ -53,14 +53,15 @@ inline constexpr int64_t kInitRound = -1;
 inline constexpr const char* kNumMergedField = "num_merged";
 
 // A request at the wire level: explicit wire keys (KeyLayout::WireKey), one payload per wire key in `codec`
-// (row-sparse, concat, ... see handlers/reducer.h; "" = dense f32 with exactly the slice's length).
+// (row-sparse, concat, ... see handlers/reducer.h; "" = dense f32 with exactly the slice's length). A kPull of a
+// non-dense codec may carry one selection payload per wire key (row_sparse: the u64 row ids it wants).
 struct RawRequest {
   Command command = Command::kPushPull;  // kPush, kPull or kPushPull
   std::string codec;
   int64_t round = 0;
   int num_merged = 1;                    // see kNumMergedField
   std::vector<uint64_t> wire_keys;       // each must be in the layout
-  std::vector<Bytes> payloads;           // one per wire key for kPush/kPushPull; empty for kPull
+  std::vector<Bytes> payloads;           // one per wire key for kPush/kPushPull; kPull: empty, or selections
 };
 // Receives the request's status and, for kPull/kPushPull, one value per wire key (in wire_keys order).
 using RawDone = std::function<void(Status, std::vector<Bytes> values)>;
@@ -98,6 +99,9 @@ class KvWorker {
   // Sends `body` (a typed payload, e.g. EncodeFields(optimizer settings)) as kControl to every server of the tier
   // and waits for all acknowledgements; returns the first refusal.
   Status SendControl(const std::string& body);
+  // Sends `body` as kControl to the server of rank `server_rank` and returns the body of its answer
+  // (KvServer::RespondControl); the server may defer the answer. Errors as Wait.
+  Result<std::string> QueryControl(int server_rank, const std::string& body);
 
   const KeyLayout& layout() const { return layout_; }
   Postoffice* postoffice() const { return po_; }

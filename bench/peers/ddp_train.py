@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch DDP peer for `geomx bench RECIPE --configs ...,ddp` (cli/bench/bench_runner.cc starts one process per
+"""PyTorch DDP peer for `geomx bench RECIPE --configs ...,ddp` (bench/bench_runner.cc starts one process per
 worker; run with Debian's /usr/bin/python3 and python3-torch).
 
 Trains GeoMX's demo CNN (the same layers as nn/models/geomx_cnn.cc, 178,762 parameters) on Fashion-MNIST read from

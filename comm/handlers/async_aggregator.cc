@@ -48,16 +48,35 @@ Result<std::unique_ptr<AsyncAggregator>> AsyncAggregator::Create(KeyLayout layou
         "other, so the last is " + std::to_string(n - 1) + " stale; use at least " + std::to_string(n - 1) +
         " (or 0: no bound)");
   }
+  std::unique_ptr<LinkEncoder> answers;
+  if (options.tier.compressed) {
+    if (options.reducer == "sum") options.reducer = "gx_sum";
+    GEOMX_ASSIGN_OR_RETURN(answers, LinkEncoder::Create(options.tier.answer));
+  }
   GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> probe, MakeReducer(options.reducer, ReducerConfig{}));
   std::string codec(probe->codec());
   return std::unique_ptr<AsyncAggregator>(
-      new AsyncAggregator(std::move(layout), std::move(options), sink, std::move(codec)));
+      new AsyncAggregator(std::move(layout), std::move(options), sink, std::move(codec), std::move(answers)));
 }
 
 AsyncAggregator::AsyncAggregator(KeyLayout layout, AsyncAggregatorOptions options, AsyncSink* sink,
-                                 std::string codec)
-    : layout_(std::move(layout)), options_(std::move(options)), sink_(sink), codec_(std::move(codec)) {
+                                 std::string codec, std::unique_ptr<LinkEncoder> answers)
+    : layout_(std::move(layout)),
+      options_(std::move(options)),
+      sink_(sink),
+      codec_(std::move(codec)),
+      answers_(std::move(answers)) {
   stats_.applied_by_sender.assign(options_.senders.size(), 0);
+}
+
+Result<Bytes> AsyncAggregator::Outgoing(uint64_t wire_key, Result<Bytes> dense) {
+  if (!dense.ok() || !answers_) return dense;
+  const KeySlice* s = layout_.FindWireKey(wire_key);
+  if (dense->size() != s->length * sizeof(float)) {
+    return Status::Internal("the sink returned " + std::to_string(dense->size()) + " bytes, expected " +
+                            std::to_string(s->length) + " dense floats");
+  }
+  return answers_->Encode(wire_key, std::span<const float>(dense->as<float>(), s->length));
 }
 
 AsyncAggregator::~AsyncAggregator() = default;
@@ -133,7 +152,7 @@ void AsyncAggregator::ApplyOne(uint64_t wire_key, KeyState& ks, Update& u, Ready
   for (size_t e = 0; e < ks.last_round.size(); ++e) {
     if (static_cast<int>(e) != d && !ks.done[e] && ks.last_round[e] < u.round) ahead = true;
   }
-  Result<Bytes> value = sink_->Apply(wire_key, d, u.round, u.sum, u.num_merged);
+  Result<Bytes> value = Outgoing(wire_key, sink_->Apply(wire_key, d, u.round, u.sum, u.num_merged));
   if (!value.ok()) {
     // Not applied: the sender gets the error (its training fails); the version and its read stay.
     Resolve(u.waiter, value.status().WithContext(KeyText(wire_key) + ", round " + std::to_string(u.round) + " from " +
@@ -267,7 +286,7 @@ void AsyncAggregator::HandlePull(const KvRequest& req, KvServer& server) {
         }
         continue;
       }
-      Result<Bytes> value = sink_->Read(wk, d);
+      Result<Bytes> value = Outgoing(wk, sink_->Read(wk, d));
       Resolve(w, value.status(), value.ok() ? *value : Bytes(), &ready);
       if (value.ok() && d >= 0) {
         ks.read[d] = ks.version;
@@ -303,7 +322,7 @@ void AsyncAggregator::HandleInitPush(const KvRequest& req, KvServer& server) {
       it->second.init_waiters.clear();
       for (const Waiter& w : waiters) {
         const int d = SenderIndex(w.pending->req, *w.pending->server);
-        Result<Bytes> value = sink_->Read(wk, d);
+        Result<Bytes> value = Outgoing(wk, sink_->Read(wk, d));
         if (value.ok() && d >= 0) it->second.read[d] = it->second.version;
         Resolve(w, value.status(), value.ok() ? *value : Bytes(), &ready);
       }

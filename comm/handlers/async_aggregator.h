@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/compression/link_plan.h"
 #include "comm/handlers/pending_request.h"
 #include "comm/handlers/reducer.h"
 #include "comm/key_layout.h"
@@ -53,8 +54,9 @@
 
 namespace geomx::comm {
 
-// What an AsyncAggregator does with the values (cli/sync/mixed.cc: the server optimizer and DC-ASGD).
-// Called with the aggregator's mutex held, on the receive thread.
+// What an AsyncAggregator does with the values (algorithms/sync/mixed.cc: the server optimizer and DC-ASGD).
+// Called with the aggregator's mutex held, on the receive thread. Values in and out are DENSE f32: on a
+// compressed tier (AsyncAggregatorOptions::tier) the aggregator decodes the pushes and encodes the answers.
 class AsyncSink {
  public:
   virtual ~AsyncSink() = default;
@@ -62,10 +64,10 @@ class AsyncSink {
   virtual bool Init(uint64_t wire_key, std::span<const float> weights) = 0;
   virtual bool HasWeights(uint64_t wire_key) const = 0;
   // One update from sender `sender` (index into AsyncAggregatorOptions::senders): `sum` is its decoded push, the
-  // sum of `num_merged` workers' gradients. Returns the answer (the new weights, encoded for the tier).
+  // sum of `num_merged` workers' gradients. Returns the answer (the new weights, dense f32).
   virtual Result<Bytes> Apply(uint64_t wire_key, int sender, int64_t round, std::span<const float> sum,
                               int num_merged) = 0;
-  // The current weights for a pull, encoded for the tier; `sender` is -1 for a node that is not a sender.
+  // The current weights for a pull (dense f32); `sender` is -1 for a node that is not a sender.
   virtual Result<Bytes> Read(uint64_t wire_key, int sender) = 0;
 };
 
@@ -75,6 +77,7 @@ struct AsyncAggregatorOptions {
   int max_staleness = 0;             // 0: no bound; else >= senders.size() - 1
   int64_t last_round = -1;           // every sender's last round (its update of it ends its activity); -1: none
   std::function<Status(const KvRequest&)> on_control;  // kControl requests
+  TierCodec tier;                    // compression of the tier (compression/link_plan.h): "sum" reads frames
 };
 
 // Counters for tests and the end-of-run log line. Staleness as defined above.
@@ -108,7 +111,10 @@ class AsyncAggregator : public ServerHandler {
   struct Update;
   struct KeyState;
 
-  AsyncAggregator(KeyLayout layout, AsyncAggregatorOptions options, AsyncSink* sink, std::string codec);
+  AsyncAggregator(KeyLayout layout, AsyncAggregatorOptions options, AsyncSink* sink, std::string codec,
+                  std::unique_ptr<LinkEncoder> answers);
+  // The sink's dense answer as the tier carries it (encoded with tier.answer on a compressed tier).
+  Result<Bytes> Outgoing(uint64_t wire_key, Result<Bytes> dense);
   void HandlePush(const KvRequest& req, KvServer& server);
   void HandlePull(const KvRequest& req, KvServer& server);
   void HandleInitPush(const KvRequest& req, KvServer& server);
@@ -128,6 +134,7 @@ class AsyncAggregator : public ServerHandler {
   const AsyncAggregatorOptions options_;
   AsyncSink* const sink_;
   const std::string codec_;
+  const std::unique_ptr<LinkEncoder> answers_;  // compressed tier only
 
   mutable std::mutex mu_;
   std::map<uint64_t, KeyState> keys_;  // GUARDED_BY(mu_)

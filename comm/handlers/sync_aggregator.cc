@@ -1,9 +1,11 @@
 #include "comm/handlers/sync_aggregator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "comm/codec.h"
+#include "comm/compression/compressor.h"
 #include "comm/handlers/request_checks.h"
 #include "comm/kv_worker.h"
 #include "comm/postoffice.h"
@@ -33,15 +35,40 @@ Result<std::unique_ptr<SyncAggregator>> SyncAggregator::Create(KeyLayout layout,
   if (options.expected_senders < 1) return Status::InvalidArgument("sync aggregator: expected_senders must be >= 1");
   if (options.max_open_rounds < 1) return Status::InvalidArgument("sync aggregator: max_open_rounds must be >= 1");
   if (sink == nullptr) return Status::InvalidArgument("sync aggregator: no sink");
+  std::unique_ptr<LinkEncoder> answers;
+  if (options.tier.compressed) {
+    if (options.reducer == "sum") options.reducer = "gx_sum";
+    if (options.reducer != "gx_sum") {
+      return Status::InvalidArgument("sync aggregator: a compressed tier aggregates dense values (reducer sum), "
+                                     "not '" + options.reducer + "'");
+    }
+    GEOMX_ASSIGN_OR_RETURN(answers, LinkEncoder::Create(options.tier.answer));
+  }
   GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> probe, MakeReducer(options.reducer, ReducerConfig{}));
   std::string codec(probe->codec());
   return std::unique_ptr<SyncAggregator>(
-      new SyncAggregator(std::move(layout), std::move(options), sink, std::move(codec)));
+      new SyncAggregator(std::move(layout), std::move(options), sink, std::move(codec), std::move(answers)));
 }
 
 SyncAggregator::SyncAggregator(KeyLayout layout, SyncAggregatorOptions options, AggregateSink* sink,
-                               std::string codec)
-    : layout_(std::move(layout)), options_(std::move(options)), sink_(sink), codec_(std::move(codec)) {}
+                               std::string codec, std::unique_ptr<LinkEncoder> answers)
+    : layout_(std::move(layout)),
+      options_(std::move(options)),
+      sink_(sink),
+      codec_(std::move(codec)),
+      answers_(std::move(answers)) {}
+
+Result<Bytes> SyncAggregator::Outgoing(uint64_t wire_key, Bytes dense, bool initial) {
+  if (!answers_) return dense;
+  const KeySlice* s = layout_.FindWireKey(wire_key);
+  if (dense.size() != s->length * sizeof(float)) {
+    return Status::Internal("the sink returned " + std::to_string(dense.size()) + " bytes, expected " +
+                            std::to_string(s->length) + " dense floats");
+  }
+  const std::span<const float> values(dense.as<float>(), s->length);
+  if (initial) return RawFrame(values);
+  return answers_->Encode(wire_key, values);
+}
 
 SyncAggregator::~SyncAggregator() = default;
 
@@ -154,8 +181,14 @@ void SyncAggregator::CompleteRound(uint64_t wire_key, int64_t round) {
     contributors = rs.contributors;
   }
   if (!aggregate.ok()) return OnRoundDone(wire_key, round, aggregate.status(), Bytes());
-  sink_->OnComplete(wire_key, round, std::move(*aggregate), contributors,
-                    [this, wire_key, round](Status s, Bytes v) { OnRoundDone(wire_key, round, s, std::move(v)); });
+  sink_->OnComplete(wire_key, round, std::move(*aggregate), contributors, [this, wire_key, round](Status s, Bytes v) {
+    if (s.ok()) {
+      Result<Bytes> out = Outgoing(wire_key, std::move(v), /*initial=*/false);
+      if (!out.ok()) return OnRoundDone(wire_key, round, out.status(), Bytes());
+      v = std::move(out).value();
+    }
+    OnRoundDone(wire_key, round, s, std::move(v));
+  });
 }
 
 void SyncAggregator::OnRoundDone(uint64_t wire_key, int64_t round, const Status& status, Bytes value) {
@@ -242,8 +275,14 @@ void SyncAggregator::HandlePull(const KvRequest& req, KvServer& server) {
   if (!error.ok()) return server.Respond(req, {}, error);
   RespondAll(ready);
   for (uint64_t wk : to_fetch) {
-    const bool fetching =
-        sink_->FetchInitial(wk, [this, wk](Status s, Bytes v) { OnFetchDone(wk, s, std::move(v)); });
+    const bool fetching = sink_->FetchInitial(wk, [this, wk](Status s, Bytes v) {
+      if (s.ok()) {
+        Result<Bytes> out = Outgoing(wk, std::move(v), /*initial=*/true);
+        if (!out.ok()) return OnFetchDone(wk, out.status(), Bytes());
+        v = std::move(out).value();
+      }
+      OnFetchDone(wk, s, std::move(v));
+    });
     if (!fetching) {
       std::lock_guard<std::mutex> lock(mu_);
       keys_[wk].fetching = false;  // wait for an init push instead
@@ -310,6 +349,21 @@ std::optional<Bytes> SyncAggregator::Stored(uint64_t wire_key) const {
   auto it = keys_.find(wire_key);
   if (it == keys_.end()) return std::nullopt;
   return it->second.stored;
+}
+
+std::optional<std::vector<float>> SyncAggregator::StoredValues(uint64_t wire_key) const {
+  std::optional<Bytes> stored = Stored(wire_key);
+  const KeySlice* s = layout_.FindWireKey(wire_key);
+  if (!stored || s == nullptr) return std::nullopt;
+  std::vector<float> out(s->length);
+  if (codec_ == kCompressedCodec) {
+    if (!DecodeFrame(*stored, out).ok()) return std::nullopt;
+  } else if (codec_.empty() && stored->size() == out.size() * sizeof(float)) {
+    if (!out.empty()) std::memcpy(out.data(), stored->data(), stored->size());
+  } else {
+    return std::nullopt;
+  }
+  return out;
 }
 
 size_t SyncAggregator::num_open_rounds() const {

@@ -17,6 +17,11 @@
 //     exists; if there is none the sink is asked to FetchInitial (a ForwardSink pulls it from the global tier;
 //     concurrent pulls share one fetch).
 //   * kControl requests are passed to `on_control` (kUnimplemented when unset) and answered with its status.
+// Compressed tier (options.tier.compressed, compression/link_plan.h): the tier's payloads are frames; a "sum"
+// reducer reads them ("gx_sum": the sink receives the DENSE sum), the sink answers with DENSE f32 values, and
+// the aggregator encodes each answer once per key and round with tier.answer (its error-feedback state lives
+// here, with the sender of the answers) before storing and sending it; initial values (an init push: kRaw
+// frames; FetchInitial: dense, stored as kRaw frames) stay lossless. Sinks never see a frame.
 // Every refusal is an error response (Meta.status_code + body): unknown wire key or one served by another
 // server, wrong codec, wrong length or malformed payload, bad round. A request refused for one key is refused as
 // a whole and changes nothing.
@@ -36,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/compression/link_plan.h"
 #include "comm/handlers/aggregate_sink.h"
 #include "comm/handlers/pending_request.h"
 #include "comm/handlers/reducer.h"
@@ -49,6 +55,7 @@ struct SyncAggregatorOptions {
   std::string reducer = "sum";       // handlers/reducer.h
   int max_open_rounds = 64;          // per key; more is refused (bounded memory)
   std::function<Status(const KvRequest&)> on_control;  // kControl requests; runs on the receive thread
+  TierCodec tier;                    // compression of this tier (compression/link_plan.h); default dense
 };
 
 class SyncAggregator : public ServerHandler {
@@ -62,8 +69,11 @@ class SyncAggregator : public ServerHandler {
 
   void Handle(const KvRequest& req, KvServer& server) override;
 
-  // The stored value of a wire key, if any (tests and checkpoints).
+  // The stored value of a wire key, if any, as it travels (a frame on a compressed tier; tests).
   std::optional<Bytes> Stored(uint64_t wire_key) const;
+  // The stored value as dense floats (decoded on a compressed tier); nullopt when there is none, or it is not
+  // a dense value (row_sparse, concat, ... reducers).
+  std::optional<std::vector<float>> StoredValues(uint64_t wire_key) const;
   // Rounds currently open over all keys (tests of bounded memory).
   size_t num_open_rounds() const;
 
@@ -73,7 +83,10 @@ class SyncAggregator : public ServerHandler {
   struct RoundState;
   struct KeyState;
 
-  SyncAggregator(KeyLayout layout, SyncAggregatorOptions options, AggregateSink* sink, std::string codec);
+  SyncAggregator(KeyLayout layout, SyncAggregatorOptions options, AggregateSink* sink, std::string codec,
+                 std::unique_ptr<LinkEncoder> answers);
+  // A sink's dense value as the tier carries it (encoded on a compressed tier); `initial`: losslessly.
+  Result<Bytes> Outgoing(uint64_t wire_key, Bytes dense, bool initial);
   void HandlePush(const KvRequest& req, KvServer& server);
   void HandlePull(const KvRequest& req, KvServer& server);
   void HandleInitPush(const KvRequest& req, KvServer& server);
@@ -87,6 +100,7 @@ class SyncAggregator : public ServerHandler {
   const SyncAggregatorOptions options_;
   AggregateSink* const sink_;
   const std::string codec_;
+  const std::unique_ptr<LinkEncoder> answers_;  // compressed tier only
 
   mutable std::mutex mu_;
   std::map<uint64_t, KeyState> keys_;  // GUARDED_BY(mu_)

@@ -4,13 +4,14 @@
 // Test-only code.
 //
 // Contract: RunRoles starts one thread per role of `r` (global scheduler, global servers, the state server when
-// sync.mode is esync, master, then per data centre its scheduler, local servers and workers), joins every one of
+// the sync mode has one (esync), master, then per data centre its scheduler, local servers and workers), joins every one of
 // them, and reports each role that did not end OK as a non-fatal test failure naming the role. It returns only when
 // every thread has ended, so the vans' LoopbackNetwork or ZmqContext only has to outlive the call. RunCluster is
 // RunRoles with env.on_worker_done replaced by a collector of the workers' final weights.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -24,9 +25,11 @@
 
 #include <gtest/gtest.h>
 
+#include "algorithms/sync/sync_mode.h"
+#include "algorithms/train/trainer.h"
 #include "cli/cluster.h"
 #include "cli/setup.h"
-#include "cli/trainer.h"
+#include "comm/key_layout.h"
 #include "comm/loopback_van.h"
 #include "datasets/loader.h"
 #include "nn/optim/optimizer.h"
@@ -102,11 +105,8 @@ inline ClusterEnv LoopbackEnv(comm::LoopbackNetwork* net) {
   return InProcessEnv("loop", [net](const std::string&) { return std::make_unique<comm::LoopbackVan>(net); });
 }
 
-// Runs the global server of rank `rank` in place of RunGlobalServer (tests that observe it).
-using GlobalServerRole = std::function<Status(int rank)>;
-
 // Every role of `r` as a thread of this process; see the contract at the top.
-inline void RunRoles(const Recipe& r, const ClusterEnv& env, const GlobalServerRole& global_server = nullptr) {
+inline void RunRoles(const Recipe& r, const ClusterEnv& env) {
   std::mutex mu;
   std::vector<std::thread> threads;
   std::vector<std::pair<std::string, Status>> results;
@@ -119,9 +119,9 @@ inline void RunRoles(const Recipe& r, const ClusterEnv& env, const GlobalServerR
   };
   run("global-scheduler", [&] { return RunGlobalScheduler(r, env); });
   for (int g = 0; g < r.topology.global_servers; ++g) {
-    run("global-server", [&, g] { return global_server ? global_server(g) : RunGlobalServer(r, g, env); });
+    run("global-server", [&, g] { return RunGlobalServer(r, g, env); });
   }
-  if (r.sync.mode == "esync") run("state-server", [&] { return RunStateServer(r, env); });
+  if (sync::TraitsOf(r.sync.mode).state_server) run("state-server", [&] { return RunStateServer(r, env); });
   run("master", [&] { return RunMasterWorker(r, env); });
   for (const auto& dc : r.topology.datacentres) {
     const std::string p = dc.name;
@@ -145,11 +145,26 @@ inline std::map<std::string, Weights> RunCluster(const Recipe& r, ClusterEnv env
   return finals;
 }
 
-// RunCluster over loopback vans.
-inline std::map<std::string, Weights> RunCluster(const Recipe& r) {
+// RunCluster over loopback vans; `observer` (may be null) hears the sync policies (algorithms/sync/sync_observer.h).
+inline std::map<std::string, Weights> RunCluster(const Recipe& r, sync::SyncObserver* observer = nullptr) {
   comm::LoopbackNetwork net;
-  return RunCluster(r, LoopbackEnv(&net));
+  ClusterEnv env = LoopbackEnv(&net);
+  env.observer = observer;
+  return RunCluster(r, env);
 }
+
+// Counts the averaging modes' synchronisations: every (wire key, round) a global server stepped (key_syncs) and
+// those of key 0's first slice (wan_syncs: one per WAN round), and every local data-centre average.
+struct AveragingCounter : sync::SyncObserver {
+  std::atomic<int64_t> wan_syncs{0};
+  std::atomic<int64_t> key_syncs{0};
+  std::atomic<int64_t> local_averages{0};
+  void OnGlobalAverage(uint64_t wire_key, int64_t) override {
+    ++key_syncs;
+    if (comm::KeyOfWireKey(wire_key) == 0 && comm::SliceOfWireKey(wire_key) == 0) ++wan_syncs;
+  }
+  void OnLocalAverage(uint64_t, int64_t) override { ++local_averages; }
+};
 
 // One process from the same initial weights, each step on all workers' batches concatenated (the mean loss over
 // all of them: the mean of the workers' mean gradients), with `optimizer`.
@@ -158,7 +173,7 @@ inline Weights Reference(const Recipe& r, const nn::OptimizerConfig& optimizer) 
   EXPECT_TRUE(setup.ok()) << setup.status().ToString();
   nn::Module& model = *setup->model;
   auto opt = std::move(nn::CreateOptimizer(optimizer)).value();
-  LocalUpdate update(opt.get());
+  train::LocalUpdate update(opt.get());
   const int world = r.topology.total_workers();
   std::vector<std::unique_ptr<data::DataLoader>> loaders;
   for (int k = 0; k < world; ++k) {
@@ -188,7 +203,7 @@ inline Weights Reference(const Recipe& r, const nn::OptimizerConfig& optimizer) 
       const int64_t n = static_cast<int64_t>(ys.size());
       Tensor x = Tensor::FromVector(xs, Shape({n, static_cast<int64_t>(xs.size()) / n}));
       Tensor y = Tensor::FromVectorI64(ys, Shape({n}));
-      EXPECT_TRUE(TrainStep(model, update, model.Parameters(), x, y, round++).ok());
+      EXPECT_TRUE(train::TrainStep(model, update, model.Parameters(), x, y, round++).ok());
     }
   }
   return Snapshot(model);

@@ -1,5 +1,6 @@
 // The process launcher (cli/launcher.h) and free ports (cli/free_ports.h), with /bin/sh scripts as children:
-// prefixed output, teardown when one child fails, Ctrl-C forwarding, nothing left behind.
+// prefixed output, teardown when one child fails, Ctrl-C forwarding, nothing left behind, waiting for a helper to
+// be ready, and RunAndCapture.
 #include "cli/launcher.h"
 
 #include <arpa/inet.h>
@@ -198,6 +199,65 @@ TEST(LauncherTest, RejectsBadSpecs) {
   EXPECT_EQ(b.Start({{"", {"/bin/true"}}}).code(), StatusCode::kInvalidArgument);
   Launcher c;
   EXPECT_EQ(c.Start({{"y", {}}}).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(LauncherTest, WaitUntilLeavesAReadyChildRunningUntilWaitStopsIt) {
+  bool ready = false;
+  Collecting c(/*grace_ms=*/300, [&ready](std::string_view l) { ready = ready || l == "[helper] ready"; });
+  ASSERT_TRUE(c.launcher.Start({Sh("helper", "echo starting; echo ready; exec sleep 1000")}).ok());
+  Status s = c.launcher.WaitUntil([&ready] { return ready; }, std::chrono::seconds(30));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const pid_t pid = c.launcher.pids().at(0);
+  EXPECT_EQ(kill(pid, 0), 0) << "the ready child should still run";
+  std::atomic<bool> stop{true};
+  EXPECT_EQ(c.launcher.Wait(&stop).code(), StatusCode::kCancelled);
+  EXPECT_TRUE(IsGone(pid));
+}
+
+TEST(LauncherTest, WaitUntilReportsAChildThatExitsBeforeItIsReady) {
+  Collecting c;
+  ASSERT_TRUE(c.launcher.Start({Sh("helper", "echo 'no tun device'; exit 3")}).ok());
+  Status s = c.launcher.WaitUntil([] { return false; }, std::chrono::seconds(30));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("helper exited with status 3 before it was ready"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("no tun device"), std::string::npos) << s.ToString();
+}
+
+TEST(LauncherTest, WaitUntilGivesUpAfterTheTimeout) {
+  Collecting c;
+  ASSERT_TRUE(c.launcher.Start({Sh("helper", "echo warming up; exec sleep 1000")}).ok());
+  Status s = c.launcher.WaitUntil([] { return false; }, std::chrono::milliseconds(100));
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  const pid_t pid = c.launcher.pids().at(0);
+  EXPECT_EQ(kill(pid, 0), 0);  // still running: the destructor stops it
+}
+
+TEST(RunAndCaptureTest, ReturnsTheUnprefixedOutputOfBothStreams) {
+  Result<std::string> out = RunAndCapture({"/bin/sh", "-c", "echo one; echo two >&2; printf three"});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(*out, "one\ntwo\nthree\n");
+  Result<std::string> path_lookup = RunAndCapture({"sh", "-c", "echo found"});
+  ASSERT_TRUE(path_lookup.ok()) << path_lookup.status().ToString();
+  EXPECT_EQ(*path_lookup, "found\n");
+}
+
+TEST(RunAndCaptureTest, FailureNamesTheCommandWithItsExitAndLastLines) {
+  Result<std::string> out = RunAndCapture({"/bin/sh", "-c", "echo 'Cannot find device'; exit 1"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(out.status().message().find("exited with status 1"), std::string::npos) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("Cannot find device"), std::string::npos) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("/bin/sh -c"), std::string::npos) << out.status().ToString();
+  Result<std::string> missing = RunAndCapture({"/nonexistent/tool"});
+  EXPECT_NE(missing.status().message().find("cannot execute '/nonexistent/tool'"), std::string::npos)
+      << missing.status().ToString();
+  EXPECT_EQ(RunAndCapture({}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(RunAndCaptureTest, InterruptStopsTheCommand) {
+  std::atomic<bool> interrupted{true};
+  Result<std::string> out = RunAndCapture({"/bin/sh", "-c", "exec sleep 1000"}, &interrupted);
+  EXPECT_EQ(out.status().code(), StatusCode::kCancelled) << out.status().ToString();
 }
 
 TEST(FreePortsTest, DistinctAndBindable) {

@@ -197,7 +197,9 @@ TEST_P(RendezvousTest, RankClashOutOfRangeAndCountMismatchAreRefusedAtOnce) {
 TEST_P(RendezvousTest, DeadNodeIsReportedToWaitersWithoutHang) {
   CommOptions o = FastOptions();
   o.heartbeat_interval_ms = 20;
-  o.heartbeat_timeout_ms = 300;
+  // 1 s, not less: with 300 ms a scheduler thread starved by a loaded machine (ctest -j) was itself declared
+  // silent by the nodes, and the test failed on the wrong error.
+  o.heartbeat_timeout_ms = 1000;
   o.request_timeout_ms = 10000;  // long: only the heartbeat may end the waits
   TestTier tier(*t_, MakeSpec(*t_, "dc-a", 1, 3, o));
   ASSERT_TRUE(tier.Start().ok());

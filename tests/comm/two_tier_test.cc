@@ -9,6 +9,7 @@
 #include "comm/handlers/aggregate_sink.h"
 #include "comm/handlers/forward_sink.h"
 #include "comm/handlers/sync_aggregator.h"
+#include "comm/kv_link.h"
 #include "comm/kv_server.h"
 #include "comm/kv_worker.h"
 #include "ps_test_util.h"
@@ -69,7 +70,8 @@ class TwoTierTest : public ::testing::TestWithParam<std::string> {
       const KeyLayout local = KeyLayout::Build(keys, shape.local_servers[d], o.split_bytes).value();
       for (int r = 0; r < shape.local_servers[d]; ++r, ++global_rank) {
         uppers_.push_back(std::make_unique<KvWorker>(&global_->worker(global_rank), 0, global_layout_));
-        forwards_.push_back(std::make_unique<ForwardSink>(uppers_.back().get()));
+        links_.push_back(KvLink::Create(uppers_.back().get(), TierCodec{}).value());
+        forwards_.push_back(std::make_unique<ForwardSink>(links_.back().get()));
         aggs_.push_back(SyncAggregator::Create(local, {.expected_senders = shape.workers_per_dc, .reducer = "sum"},
                                                forwards_.back().get())
                             .value());
@@ -98,6 +100,7 @@ class TwoTierTest : public ::testing::TestWithParam<std::string> {
     servers_.clear();
     aggs_.clear();
     forwards_.clear();
+    links_.clear();
     uppers_.clear();
     dcs_.clear();
     global_.reset();
@@ -190,6 +193,7 @@ class TwoTierTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<TestTier> global_;
   std::vector<std::unique_ptr<TestTier>> dcs_;
   std::vector<std::unique_ptr<KvWorker>> uppers_;  // each local server's worker in the global tier
+  std::vector<std::unique_ptr<KvLink>> links_;     // ... and its (dense) link
   std::vector<std::unique_ptr<ForwardSink>> forwards_;
   std::vector<std::unique_ptr<SyncAggregator>> aggs_;
   std::vector<std::unique_ptr<KvServer>> servers_;

@@ -11,10 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include "algorithms/train/trainer.h"
 #include "cli/cluster.h"
 #include "cli/setup.h"
-#include "cli/sync/link_io.h"
-#include "cli/trainer.h"
 #include "comm/loopback_van.h"
 #include "comm/shaped_van.h"
 #include "tests/cli/cluster_test_util.h"
@@ -95,7 +94,7 @@ double TestLoss(const Recipe& r, const Weights* w) {
       Tensor(params[i]->data()).CopyFrom(t);
     }
   }
-  return Evaluate(*setup->model, *setup->data.test, Device::Cpu(), 64, 0).loss;
+  return train::Evaluate(*setup->model, *setup->data.test, Device::Cpu(), 64, 0).loss;
 }
 
 void ExpectTrainedAndInSync(const Recipe& r, const Outcome& o) {
@@ -194,33 +193,25 @@ TEST(CompressionRules, BadRatiosAndCombinationsNameTheKey) {
   }
 }
 
-TEST(LinkIo, ConfigFollowsTheRecipe) {
+// The recipe's accelerators become the typed compression plan every role shares (cli/cluster.h ClusterConfigOf,
+// comm/compression/link_plan.h): schemes, directions and bsc parameters per link, compressed tiers.
+TEST(LinkPlan, ConfigFollowsTheRecipe) {
   Recipe r = MakeRecipe("mpq");
   r.accelerators.bsc_ratio = 0.05f;
   r.accelerators.bsc_selection = "sampled";
-  ClusterContext ctx;
-  ctx.recipe = &r;
-  ctx.links = ResolveLinks(r.accelerators);
-  const comm::LinkCodecConfig up = LinkConfig(ctx, LinkDirection::kLocalToGlobal);
+  Result<cluster::ClusterConfig> c = ClusterConfigOf(r);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const comm::LinkCodecConfig up = c->links.global.push;  // local_to_global
   EXPECT_EQ(up.scheme, comm::LinkScheme::kMpq);
   EXPECT_TRUE(up.push && up.wan && up.bsc.sampled);
   EXPECT_FLOAT_EQ(up.bsc.ratio, 0.05f);
-  const comm::LinkCodecConfig down = LinkConfig(ctx, LinkDirection::kLocalToWorker);
+  const comm::LinkCodecConfig down = c->links.local.answer;  // local_to_worker
   EXPECT_FALSE(down.push || down.wan);
-  Recipe plain = MakeRecipe("none");
-  ClusterContext dense;
-  dense.recipe = &plain;
-  dense.links = ResolveLinks(plain.accelerators);
-  auto e = MakeLinkEncoder(dense, LinkDirection::kLocalToGlobal);
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(*e, nullptr);  // dense tier: no encoder
-  EXPECT_EQ(GxReducerName(dense.GlobalTierCodec()), "sum");
-  EXPECT_EQ(GxReducerName(ctx.GlobalTierCodec()), "gx_sum");
-  std::vector<float> out(3);
-  EXPECT_EQ(DecodeValue(Bytes::CopyVector(std::vector<float>{1, 2}), false, out).code(), StatusCode::kDataLoss);
-  EXPECT_EQ(DecodeValue(Bytes::CopyVector(std::vector<float>{1, 2, 3}), true, out).code(), StatusCode::kDataLoss);
-  ASSERT_TRUE(DecodeValue(comm::RawFrame(std::vector<float>{1, 2, 3}), true, out).ok());
-  EXPECT_EQ(out, (std::vector<float>{1, 2, 3}));
+  EXPECT_TRUE(c->links.global.compressed);
+  Result<cluster::ClusterConfig> dense = ClusterConfigOf(MakeRecipe("none"));
+  ASSERT_TRUE(dense.ok());
+  EXPECT_FALSE(dense->links.global.compressed);  // dense tier: no encoder, f32 as without compression
+  EXPECT_FALSE(dense->links.local.compressed);
 }
 
 }  // namespace

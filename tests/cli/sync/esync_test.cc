@@ -1,6 +1,7 @@
-// sync.mode esync (cli/sync/esync.h): the rule, the state server's bookkeeping and protocol, and a 2 x 2 run with
-// one data centre slowed down in which every round's steps follow the rule and every worker takes them.
-#include "cli/sync/esync.h"
+// sync.mode esync (algorithms/sync/esync.h) through recipes: a 2 x 2 run with one data centre slowed down in which
+// every round's steps follow the rule and every worker takes them, and the state server as a role. (The rule, the
+// planner and the protocol alone: tests/algorithms/sync/esync_test.cc.)
+#include "algorithms/sync/esync.h"
 
 #include <map>
 #include <mutex>
@@ -22,71 +23,6 @@ using cluster_testing::MaxDiff;
 using cluster_testing::RunCluster;
 using cluster_testing::Weights;
 
-TEST(EsyncRuleTest, FastWorkersFillTheSlowestWorkersStep) {
-  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.1, 0.4, 0.1, 0.4}, 16), (std::vector<int>{4, 1, 4, 1}));
-  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.3, 0.1, 0.2}, 16), (std::vector<int>{1, 3, 1}));
-  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.01, 1.0}, 16), (std::vector<int>{16, 1}));  // clamped
-  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.01, 1.0}, 1), (std::vector<int>{1, 1}));
-  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.0, 0.0}, 16), (std::vector<int>{1, 1}));  // not measured yet
-  EXPECT_EQ(EsyncLocalSteps(std::vector<double>{0.0, 0.5, 0.1}, 16), (std::vector<int>{1, 1, 5}));
-}
-
-TEST(EsyncPlannerTest, AnswersARoundWhenEveryWorkerAsked) {
-  EsyncPlanner p(3, 8);
-  auto a = p.Ask(0, 0, 0.1);
-  ASSERT_TRUE(a.ok());
-  EXPECT_FALSE(a->has_value());
-  EXPECT_EQ(p.Ask(0, 0, 0.1).status().code(), StatusCode::kInvalidArgument);  // twice in one round
-  EXPECT_EQ(p.Ask(1, 1, 0.1).status().code(), StatusCode::kInvalidArgument);  // not the open round
-  EXPECT_EQ(p.Ask(3, 0, 0.1).status().code(), StatusCode::kInvalidArgument);  // not a worker
-  EXPECT_EQ(p.Ask(1, 0, -1.0).status().code(), StatusCode::kInvalidArgument);
-  ASSERT_TRUE(p.Ask(1, 0, 0.4).ok());
-  auto last = p.Ask(2, 0, 0.2);
-  ASSERT_TRUE(last.ok());
-  ASSERT_TRUE(last->has_value());
-  EXPECT_EQ(**last, (std::vector<int>{4, 1, 2}));
-  EXPECT_EQ(p.round(), 1);
-  EXPECT_FALSE(p.all_finished());
-  for (int w = 0; w < 3; ++w) EXPECT_TRUE(p.Finish(w).ok());
-  EXPECT_TRUE(p.all_finished());
-  EXPECT_EQ(p.Finish(5).code(), StatusCode::kInvalidArgument);
-}
-
-// The state server over loopback vans: three workers with fixed step times ask for three rounds.
-TEST(EsyncStateServerTest, AnswersEveryWorkerByTheRule) {
-  Recipe r = AveragingRecipe("esync", 1);
-  r.topology.datacentres[1].workers = 1;  // 3 workers
-  r.sync.esync_max_local_steps = 8;
-  comm::LoopbackNetwork net;
-  const ClusterEnv env = cluster_testing::LoopbackEnv(&net);
-  Status server;
-  std::thread st([&] { server = RunStateServer(r, env); });
-  const std::vector<double> seconds = {0.05, 0.2, 0.1};
-  std::vector<std::vector<int>> got(3);
-  std::vector<std::thread> workers;
-  for (int w = 0; w < 3; ++w) {
-    workers.emplace_back([&, w] {
-      auto client = EsyncStateClient::Connect(r, env, "w" + std::to_string(w) + "@esync", "", w);
-      ASSERT_TRUE(client.ok()) << client.status().ToString();
-      for (int64_t round = 0; round < 3; ++round) {
-        auto steps = (*client)->Ask(round, round == 0 ? 0.0 : seconds[w]);
-        ASSERT_TRUE(steps.ok()) << steps.status().ToString();
-        got[w].push_back(*steps);
-      }
-      auto wrong = (*client)->Ask(7, 0.1);  // a round that is not open: refused with the reason
-      EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
-      EXPECT_NE(wrong.status().message().find("round 7"), std::string::npos) << wrong.status().message();
-      EXPECT_TRUE((*client)->Finish(3).ok());
-    });
-  }
-  for (auto& t : workers) t.join();
-  st.join();
-  EXPECT_TRUE(server.ok()) << server.ToString();
-  EXPECT_EQ(got[0], (std::vector<int>{1, 4, 4}));
-  EXPECT_EQ(got[1], (std::vector<int>{1, 1, 1}));
-  EXPECT_EQ(got[2], (std::vector<int>{1, 2, 2}));
-}
-
 TEST(EsyncStateServerTest, RefusesOtherModes) {
   Recipe r = AveragingRecipe("hfa", 1);
   comm::LoopbackNetwork net;
@@ -101,29 +37,31 @@ TEST(EsyncClusterTest, StepsFollowTheRuleWithASlowDataCentre) {
   Recipe r = AveragingRecipe("esync", 1);
   r.topology.datacentres[1].slowdown = 4.0f;
   r.sync.esync_max_local_steps = 6;
-  std::mutex mu;
-  std::vector<EsyncRoundTrace> rounds;
-  std::map<int, std::vector<EsyncWorkerTrace>> workers;
-  SetEsyncTraceForTesting(
-      [&](const EsyncRoundTrace& t) {
-        std::lock_guard<std::mutex> lock(mu);
-        rounds.push_back(t);
-      },
-      [&](const EsyncWorkerTrace& t) {
-        std::lock_guard<std::mutex> lock(mu);
-        workers[t.rank].push_back(t);
-      });
-  const auto finals = RunCluster(r);
-  SetEsyncTraceForTesting(nullptr, nullptr);
+  struct Traces : sync::SyncObserver {
+    std::mutex mu;
+    std::vector<sync::EsyncRoundTrace> rounds;
+    std::map<int, std::vector<sync::EsyncWorkerTrace>> workers;
+    void OnEsyncRound(const sync::EsyncRoundTrace& t) override {
+      std::lock_guard<std::mutex> lock(mu);
+      rounds.push_back(t);
+    }
+    void OnEsyncWorkerRound(const sync::EsyncWorkerTrace& t) override {
+      std::lock_guard<std::mutex> lock(mu);
+      workers[t.rank].push_back(t);
+    }
+  } traces;
+  const auto finals = RunCluster(r, &traces);
+  const std::vector<sync::EsyncRoundTrace>& rounds = traces.rounds;
+  const std::map<int, std::vector<sync::EsyncWorkerTrace>>& workers = traces.workers;
   ASSERT_EQ(finals.size(), 4u);
 
   const int64_t expected_rounds = 16;  // iterations_per_epoch x epochs: the slowest worker's FSA steps
   ASSERT_EQ(static_cast<int64_t>(rounds.size()), expected_rounds);
   for (size_t i = 0; i < rounds.size(); ++i) {
-    const EsyncRoundTrace& t = rounds[i];
+    const sync::EsyncRoundTrace& t = rounds[i];
     EXPECT_EQ(t.round, static_cast<int64_t>(i));
     ASSERT_EQ(t.seconds.size(), 4u);
-    EXPECT_EQ(t.steps, EsyncLocalSteps(t.seconds, 6)) << "round " << i;
+    EXPECT_EQ(t.steps, sync::EsyncLocalSteps(t.seconds, 6)) << "round " << i;
     if (i == 0) {
       EXPECT_EQ(t.steps, (std::vector<int>{1, 1, 1, 1}));  // nothing measured yet
     }

@@ -1,0 +1,250 @@
+#include "algorithms/cluster/roles.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "algorithms/cluster/job_gate.h"
+#include "algorithms/cluster/tiers.h"
+#include "algorithms/ps/aux_servers.h"
+#include "comm/codec.h"
+#include "comm/handlers/payloads.h"
+#include "comm/kv_link.h"
+#include "comm/kv_server.h"
+#include "comm/kv_worker.h"
+#include "comm/postoffice.h"
+#include "comm/scheduler.h"
+#include "engine/base/logging.h"
+
+namespace geomx::cluster {
+
+sync::SyncJob MakeSyncJob(const ClusterConfig& config, const ps::JobDescription& job) {
+  sync::SyncJob s;
+  s.job = job;
+  s.optimizer_where = config.optimizer_where;
+  for (const auto& dc : config.topology.datacentres) s.datacentres.push_back(dc.name);
+  s.total_workers = config.topology.total_workers();
+  s.seed = config.seed;
+  return s;
+}
+
+namespace {
+
+using comm::KeyLayout;
+using comm::NodeInfo;
+using comm::NodeRole;
+using comm::Postoffice;
+
+// What one server serves for one job: the sync policy (parameter keys), the aux server (other keys) and the
+// router between them. Built when the job is known; destroyed after the KvServer that calls it.
+struct ServerJob {
+  sync::SyncJob sync_job;
+  KeyLayout layout;
+  std::unique_ptr<sync::ServerPolicy> policy;
+  std::unique_ptr<comm::ServerHandler> aux;
+  std::unique_ptr<ps::KeyRouter> router;
+
+  // The handler of the whole job: the policy alone when every key is a parameter (no routing on the hot path).
+  comm::ServerHandler* handler() {
+    if (!aux) return policy->handler();
+    router = std::make_unique<ps::KeyRouter>(&sync_job.job.schema, policy ? policy->handler() : nullptr, aux.get());
+    return router.get();
+  }
+};
+
+Result<KeyLayout> LayoutOf(const ClusterConfig& c, const ps::JobDescription& job, int servers) {
+  GEOMX_RETURN_IF_ERROR(job.schema.Validate().WithContext("job"));
+  return job.schema.Layout(servers, c.split_bytes);
+}
+
+Result<ps::JobDescription> FetchJob(Postoffice& global_po) {
+  comm::KvWorker probe(&global_po, kAppId, KeyLayout());
+  GEOMX_ASSIGN_OR_RETURN(std::string body,
+                         probe.QueryControl(0, comm::EncodeFields({{"command", ps::kGetJobCommand}})));
+  Result<ps::JobDescription> job = ps::DecodeJob(body);
+  if (!job.ok()) return job.status().WithContext("the job from global server 0");
+  return job;
+}
+
+// The master's initial values of the keys whose init is the master's, in one request per link.
+Status PushInitialValues(const ClusterConfig& c, const ps::JobDescription& job,
+                         const std::map<uint64_t, std::vector<float>>& initial, comm::KvWorker& kv) {
+  std::vector<uint64_t> dense_keys, aux_dense_keys;
+  std::vector<const float*> dense_values, aux_dense_values;
+  comm::RawRequest rows;
+  rows.command = comm::Command::kPush;
+  rows.codec = "row_sparse";
+  rows.round = comm::kInitRound;
+  for (const ps::KeyDef& k : job.schema.keys()) {
+    if (k.init != ps::KeyInit::kFromMaster) continue;
+    auto it = initial.find(k.key);
+    if (it == initial.end() || it->second.size() != k.elems) {
+      return Status::InvalidArgument("master worker: no initial value of " + std::to_string(k.elems) +
+                                     " floats for key " + std::to_string(k.key) + " (" + k.name + ")");
+    }
+    if (k.layout == ps::KeyLayoutKind::kRowSparse) {
+      std::vector<uint64_t> all(k.rows());
+      for (uint64_t r = 0; r < all.size(); ++r) all[r] = r;
+      rows.wire_keys.push_back(comm::WireKey(k.key, 0));
+      rows.payloads.push_back(comm::EncodeRowSparse(k.row_width, all, it->second));
+    } else if (k.role == ps::KeyRole::kParameter) {
+      dense_keys.push_back(k.key);
+      dense_values.push_back(it->second.data());
+    } else {
+      aux_dense_keys.push_back(k.key);
+      aux_dense_values.push_back(it->second.data());
+    }
+  }
+  // Parameters through the tier's codec, losslessly (kRaw frames on a compressed tier); others dense.
+  GEOMX_ASSIGN_OR_RETURN(auto link, comm::KvLink::Create(&kv, comm::LosslessSender(c.links.global)));
+  if (!dense_keys.empty()) GEOMX_RETURN_IF_ERROR(link->Push(dense_keys, dense_values, comm::kInitRound));
+  if (!aux_dense_keys.empty()) GEOMX_RETURN_IF_ERROR(kv.Wait(kv.Push(aux_dense_keys, aux_dense_values, comm::kInitRound)));
+  if (!rows.wire_keys.empty()) GEOMX_RETURN_IF_ERROR(kv.RequestRaw(std::move(rows)).status());
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string StateServerEndpoint(const ClusterConfig& c, const RoleEnv& env) {
+  return env.scheduler_endpoint("state-server", c.topology.central_host, c.topology.state_server_port);
+}
+
+int StateServerTimeoutMs(const ClusterConfig& c) {
+  const comm::CommOptions& o = c.topology.options;
+  return static_cast<int>(std::min<int64_t>(INT32_MAX, static_cast<int64_t>(o.rendezvous_timeout_ms) +
+                                                           o.request_timeout_ms));
+}
+
+Status RunGlobalScheduler(const ClusterConfig& c, const RoleEnv& env) {
+  const comm::TierSpec tier = GlobalTier(c.topology, env);
+  auto van = env.make_van("central/global-scheduler");
+  comm::Scheduler scheduler(tier, van.get());
+  return scheduler.Run(tier.scheduler_endpoint);
+}
+
+Status RunScheduler(const ClusterConfig& c, const std::string& party, const RoleEnv& env) {
+  GEOMX_ASSIGN_OR_RETURN(int dc, FindDataCentre(c.topology, party));
+  const comm::TierSpec tier = DataCentreTier(c.topology, c.topology.datacentres[dc], env);
+  auto van = env.make_van(party + "/scheduler");
+  comm::Scheduler scheduler(tier, van.get());
+  return scheduler.Run(tier.scheduler_endpoint);
+}
+
+Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
+  GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<sync::SyncMode> mode, sync::CreateSyncMode(c.sync));
+  const std::string name = std::string(kCentral) + "/global-server" + std::to_string(rank);
+  auto van = env.make_van(name);
+  Postoffice po(GlobalTier(c.topology, env), NodeInfo{-1, NodeRole::kServer, rank, name, kCentral, ""}, van.get());
+  GEOMX_RETURN_IF_ERROR(po.Start(env.node_bind(name, c.topology.central_host)));
+  ServerJob served;
+  JobGate gate([&](const ps::JobDescription& job) -> Result<comm::ServerHandler*> {
+    served.sync_job = MakeSyncJob(c, job);
+    GEOMX_ASSIGN_OR_RETURN(served.layout, LayoutOf(c, job, c.topology.global_servers));
+    if (job.schema.Has(ps::KeyRole::kParameter)) {
+      GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeGlobalServer(sync::ServerArgs{
+                                                &served.sync_job, served.layout, c.links.global, env.observer}));
+    }
+    if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision)) {
+      GEOMX_ASSIGN_OR_RETURN(served.aux, ps::AuxGlobalServer::Create(
+                                             job, served.layout, static_cast<int>(c.topology.datacentres.size())));
+    }
+    if (!served.policy && !served.aux) return Status::InvalidArgument("the job has no keys");
+    GEOMX_LOG(kInfo) << name << ": job of " << job.schema.keys().size() << " keys, sync.mode " << c.sync.mode;
+    return served.handler();
+  });
+  comm::KvServer server(&po, kAppId, &gate);
+  GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
+  Status done = FinalizeWhenDone(po);
+  if (env.on_server_done && served.policy) env.on_server_done(name, *served.policy);
+  return done;
+}
+
+Status RunLocalServer(const ClusterConfig& c, const std::string& party, int rank, const RoleEnv& env) {
+  GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<sync::SyncMode> mode, sync::CreateSyncMode(c.sync));
+  GEOMX_ASSIGN_OR_RETURN(int dc_index, FindDataCentre(c.topology, party));
+  const comm::DataCentre& dc = c.topology.datacentres[dc_index];
+  const std::string name = ServerName(party, rank);
+
+  // Upward: a worker of the global tier; the job comes from global server 0.
+  auto global_van = env.make_van(name + "@global");
+  Postoffice global_po(GlobalTier(c.topology, env),
+                       NodeInfo{-1, NodeRole::kWorker, GlobalRankOfLocalServer(c.topology, dc_index, rank), name,
+                                party, ""},
+                       global_van.get());
+  GEOMX_RETURN_IF_ERROR(global_po.Start(env.node_bind(name + "@global", dc.host)));
+  GEOMX_RETURN_IF_ERROR(global_po.Barrier("all"));
+  GEOMX_ASSIGN_OR_RETURN(ps::JobDescription job, FetchJob(global_po));
+  GEOMX_ASSIGN_OR_RETURN(KeyLayout global_layout, LayoutOf(c, job, c.topology.global_servers));
+  GEOMX_ASSIGN_OR_RETURN(KeyLayout local_layout, LayoutOf(c, job, dc.servers));
+  auto upper = std::make_unique<comm::KvWorker>(&global_po, kAppId, global_layout);
+  GEOMX_ASSIGN_OR_RETURN(auto upper_link, comm::KvLink::Create(upper.get(), c.links.global));
+  GEOMX_ASSIGN_OR_RETURN(auto upper_aux, comm::KvLink::Create(upper.get(), comm::TierCodec{}));
+
+  // Downward: the server of its data centre's tier.
+  const sync::SyncJob sync_job = MakeSyncJob(c, job);
+  ServerJob served;
+  served.sync_job = sync_job;
+  if (job.schema.Has(ps::KeyRole::kParameter)) {
+    sync::LocalServerArgs args;
+    args.job = &served.sync_job;
+    args.layout = local_layout;
+    args.codec = c.links.local;
+    args.observer = env.observer;
+    args.dc_index = dc_index;
+    args.workers = dc.workers;
+    args.upper = upper_link.get();
+    GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeLocalServer(args));
+  }
+  if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision)) {
+    GEOMX_ASSIGN_OR_RETURN(served.aux, ps::AuxLocalServer::Create(job.schema, local_layout, dc.workers,
+                                                                  upper_aux.get()));
+  }
+  if (!served.policy && !served.aux) return Status::InvalidArgument("the job has no keys");
+  auto local_van = env.make_van(name);
+  Postoffice local_po(DataCentreTier(c.topology, dc, env), NodeInfo{-1, NodeRole::kServer, rank, name, party, ""},
+                      local_van.get());
+  GEOMX_RETURN_IF_ERROR(local_po.Start(env.node_bind(name, dc.host)));
+  comm::KvServer server(&local_po, kAppId, served.handler());
+  // Teardown, also on early returns: upward requests still pending are cancelled first, while the handlers, the
+  // server and both postoffices that their callbacks reach are alive.
+  struct CancelUpward {
+    std::unique_ptr<comm::KvWorker>& kv;
+    ~CancelUpward() { kv.reset(); }
+  } cancel_upward{upper};
+  GEOMX_RETURN_IF_ERROR(local_po.Barrier("all"));
+  GEOMX_RETURN_IF_ERROR(FinalizeWhenDone(local_po));
+  if (env.on_server_done && served.policy) env.on_server_done(name, *served.policy);
+  return FinalizeWhenDone(global_po);
+}
+
+Status RunMasterWorker(const ClusterConfig& c, const ps::JobDescription& job,
+                       const std::map<uint64_t, std::vector<float>>& initial, const RoleEnv& env) {
+  const std::string name = std::string(kCentral) + "/master-worker";
+  GEOMX_ASSIGN_OR_RETURN(KeyLayout layout, LayoutOf(c, job, c.topology.global_servers));
+  auto van = env.make_van(name);
+  Postoffice po(GlobalTier(c.topology, env),
+                NodeInfo{-1, NodeRole::kWorker, MasterWorkerRank(c.topology), name, kCentral, ""}, van.get());
+  GEOMX_RETURN_IF_ERROR(po.Start(env.node_bind(name, c.topology.central_host)));
+  comm::KvWorker kv(&po, kAppId, layout);
+  GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
+  GEOMX_RETURN_IF_ERROR(kv.SendControl(ps::EncodeJob(job)));
+  GEOMX_RETURN_IF_ERROR(PushInitialValues(c, job, initial, kv));
+  GEOMX_LOG(kInfo) << "master worker: the job (" << job.schema.keys().size() << " keys, optimizer "
+                   << job.optimizer.name << ") and its initial values sent to the global servers";
+  return FinalizeWhenDone(po);
+}
+
+Status RunStateServer(const ClusterConfig& c, const RoleEnv& env) {
+  if (!sync::TraitsOf(c.sync.mode).state_server) {
+    return Status::InvalidArgument("sync.mode: '" + c.sync.mode + "' has no state server");
+  }
+  GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<sync::SyncMode> mode, sync::CreateSyncMode(c.sync));
+  sync::StateServerArgs args;
+  args.make_van = [&env] { return env.make_van("central/state-server"); };
+  args.endpoint = StateServerEndpoint(c, env);
+  args.workers = c.topology.total_workers();
+  args.timeout_ms = StateServerTimeoutMs(c);
+  args.observer = env.observer;
+  return mode->RunStateServer(args);
+}
+
+}  // namespace geomx::cluster

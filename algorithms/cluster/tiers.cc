@@ -1,0 +1,68 @@
+#include "algorithms/cluster/tiers.h"
+
+#include <algorithm>
+
+namespace geomx::cluster {
+
+Result<int> FindDataCentre(const comm::Topology& t, const std::string& party) {
+  for (size_t i = 0; i < t.datacentres.size(); ++i) {
+    if (t.datacentres[i].name == party) return static_cast<int>(i);
+  }
+  return Status::InvalidArgument("--party " + party + ": no such data centre in topology.datacentres");
+}
+
+comm::TierSpec GlobalTier(const comm::Topology& t, const RoleEnv& env) {
+  comm::TierSpec s;
+  s.name = "global";
+  s.scheduler_endpoint = env.scheduler_endpoint("global", t.central_host, t.global_scheduler_port);
+  s.num_servers = t.global_servers;
+  s.num_workers = 1;  // the master worker
+  for (const auto& dc : t.datacentres) s.num_workers += dc.servers;
+  s.options = t.options;
+  s.scheduler_party = kCentral;
+  return s;
+}
+
+comm::TierSpec DataCentreTier(const comm::Topology& t, const comm::DataCentre& dc, const RoleEnv& env) {
+  comm::TierSpec s;
+  s.name = dc.name;
+  s.scheduler_endpoint = env.scheduler_endpoint(dc.name, dc.host, dc.scheduler_port);
+  s.num_servers = dc.servers;
+  s.num_workers = dc.workers;
+  s.options = t.options;
+  s.scheduler_party = dc.name;
+  return s;
+}
+
+int GlobalRankOfLocalServer(const comm::Topology& t, int dc_index, int rank) {
+  int offset = 0;
+  for (int i = 0; i < dc_index; ++i) offset += t.datacentres[i].servers;
+  return offset + rank;
+}
+
+int MasterWorkerRank(const comm::Topology& t) {
+  return GlobalRankOfLocalServer(t, static_cast<int>(t.datacentres.size()), 0);
+}
+
+int WorkerIndex(const comm::Topology& t, int dc_index, int rank) {
+  int offset = 0;
+  for (int i = 0; i < dc_index; ++i) offset += t.datacentres[i].workers;
+  return offset + rank;
+}
+
+int64_t FsaIterationsPerEpoch(int64_t train_size, int world, int batch) {
+  const int64_t smallest_shard = train_size / std::max(1, world);
+  return std::max<int64_t>(1, smallest_shard / std::max(1, batch));
+}
+
+Status FinalizeWhenDone(comm::Postoffice& po) {
+  for (;;) {
+    Status s = po.Finalize();
+    if (s.ok() || s.code() != StatusCode::kDeadlineExceeded || !po.health().ok()) return s;
+  }
+}
+
+std::string ServerName(const std::string& party, int rank) { return party + "/server" + std::to_string(rank); }
+std::string WorkerName(const std::string& party, int rank) { return party + "/worker" + std::to_string(rank); }
+
+}  // namespace geomx::cluster

@@ -1,0 +1,44 @@
+// Topology arithmetic every role of a HiPS job shares (the same on every node): the two kinds of tier, the ranks of
+// the nodes in them, the data shard of a worker, and the FSA round count. Pure functions; thread-safe.
+//
+//   global tier      the global scheduler; servers = the global servers; workers = every local server of every
+//                    data centre (data centres in order), then the master worker
+//   data centre tier its scheduler; servers = its local servers; workers = its workers
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "algorithms/cluster/cluster_config.h"
+#include "comm/node.h"
+#include "comm/postoffice.h"
+#include "comm/topology.h"
+
+namespace geomx::cluster {
+
+inline constexpr int kAppId = 0;
+inline constexpr const char* kCentral = "central";
+
+// The index of data centre `party` in the topology; kInvalidArgument naming --party otherwise.
+Result<int> FindDataCentre(const comm::Topology& t, const std::string& party);
+
+comm::TierSpec GlobalTier(const comm::Topology& t, const RoleEnv& env);
+comm::TierSpec DataCentreTier(const comm::Topology& t, const comm::DataCentre& dc, const RoleEnv& env);
+
+// The rank of local server `rank` of data centre `dc_index` among the global tier's workers.
+int GlobalRankOfLocalServer(const comm::Topology& t, int dc_index, int rank);
+int MasterWorkerRank(const comm::Topology& t);
+// Data shard of a worker: workers numbered over data centres in order.
+int WorkerIndex(const comm::Topology& t, int dc_index, int rank);
+
+// FSA needs every worker in every round: all use the iterations that the smallest shard allows.
+int64_t FsaIterationsPerEpoch(int64_t train_size, int world, int batch);
+
+// Servers and schedulers wait for the end of the job in Finalize, which gives up after request_timeout_ms; a
+// healthy tier whose workers are still training is waited for again.
+Status FinalizeWhenDone(comm::Postoffice& po);
+
+std::string ServerName(const std::string& party, int rank);  // "dc-a/server0"
+std::string WorkerName(const std::string& party, int rank);  // "dc-a/worker1"
+
+}  // namespace geomx::cluster

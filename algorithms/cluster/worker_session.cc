@@ -1,0 +1,61 @@
+#include "algorithms/cluster/worker_session.h"
+
+#include "algorithms/cluster/roles.h"
+#include "algorithms/cluster/tiers.h"
+
+namespace geomx::cluster {
+
+Result<std::unique_ptr<WorkerSession>> WorkerSession::Join(const ClusterConfig& c, const std::string& party, int rank,
+                                                            const ps::KeySchema& schema, const RoleEnv& env) {
+  GEOMX_RETURN_IF_ERROR(schema.Validate());
+  GEOMX_ASSIGN_OR_RETURN(int dc_index, FindDataCentre(c.topology, party));
+  const comm::DataCentre& dc = c.topology.datacentres[dc_index];
+  if (rank < 0 || rank >= dc.workers) {
+    return Status::InvalidArgument("--rank " + std::to_string(rank) + ": " + party + " has " +
+                                   std::to_string(dc.workers) + " workers");
+  }
+  auto s = std::unique_ptr<WorkerSession>(new WorkerSession(c, env));
+  s->schema_ = schema;
+  s->dc_index_ = dc_index;
+  s->rank_ = rank;
+  s->worker_index_ = WorkerIndex(c.topology, dc_index, rank);
+  s->name_ = WorkerName(party, rank);
+  s->host_ = dc.host;
+  s->van_ = env.make_van(s->name_);
+  s->po_ = std::make_unique<comm::Postoffice>(
+      DataCentreTier(c.topology, dc, env), comm::NodeInfo{-1, comm::NodeRole::kWorker, rank, s->name_, party, ""},
+      s->van_.get());
+  GEOMX_RETURN_IF_ERROR(s->po_->Start(env.node_bind(s->name_, dc.host)));
+  GEOMX_ASSIGN_OR_RETURN(comm::KeyLayout layout, schema.Layout(dc.servers, c.split_bytes));
+  s->kv_ = std::make_unique<comm::KvWorker>(s->po_.get(), kAppId, layout);
+  GEOMX_ASSIGN_OR_RETURN(s->link_, comm::KvLink::Create(s->kv_.get(), c.links.local, c.worker_send));
+  GEOMX_ASSIGN_OR_RETURN(s->aux_link_, comm::KvLink::Create(s->kv_.get(), comm::TierCodec{}));
+  GEOMX_RETURN_IF_ERROR(s->po_->Barrier("all"));
+  return s;
+}
+
+WorkerSession::~WorkerSession() {
+  link_.reset();
+  aux_link_.reset();
+  kv_.reset();
+  po_.reset();
+}
+
+std::unique_ptr<ps::PsContext> WorkerSession::MakeContext() const {
+  return std::make_unique<ps::PsContext>(link_.get(), aux_link_.get(), schema_, worker_index_,
+                                         config_.topology.total_workers());
+}
+
+sync::StateServerAccess WorkerSession::StateServer() const {
+  sync::StateServerAccess a;
+  const std::string node = name_ + "@state-server";
+  a.make_van = [env = env_, node] { return env.make_van(node); };
+  a.endpoint = StateServerEndpoint(config_, env_);
+  a.bind = env_.node_bind(node, host_);
+  a.timeout_ms = StateServerTimeoutMs(config_);
+  return a;
+}
+
+Status WorkerSession::Finish() { return po_->Finalize(); }
+
+}  // namespace geomx::cluster

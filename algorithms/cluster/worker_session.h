@@ -1,0 +1,59 @@
+// WorkerSession: one worker's membership of its data centre's tier: its Postoffice, its KvWorker over the job's
+// key layout, and the links algorithm code sends through (the tier's codec and the workers' send path for
+// parameter keys; a dense link for every other key). Join() blocks until the tier's barrier; Finish() says
+// goodbye. The NN trainer (training_worker.h) and classical estimators (through ps::PsContext) both start here.
+// Not thread-safe (the worker's thread); the links themselves are.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "algorithms/cluster/cluster_config.h"
+#include "algorithms/ps/key_schema.h"
+#include "algorithms/ps/ps_context.h"
+#include "comm/kv_link.h"
+#include "comm/kv_worker.h"
+#include "comm/postoffice.h"
+
+namespace geomx::cluster {
+
+class WorkerSession {
+ public:
+  // Joins data centre `party`'s tier as worker `rank` with the layout of `schema` and waits for its barrier.
+  // Errors: an unknown party or rank, a bad schema, the tier's rendezvous errors.
+  static Result<std::unique_ptr<WorkerSession>> Join(const ClusterConfig& config, const std::string& party, int rank,
+                                                      const ps::KeySchema& schema, const RoleEnv& env);
+  ~WorkerSession();
+
+  comm::KvLink* link() const { return link_.get(); }
+  comm::KvLink* aux_link() const { return aux_link_.get(); }
+  // The context for algorithm code (ps_context.h) over this session's links.
+  std::unique_ptr<ps::PsContext> MakeContext() const;
+  // How this worker reaches the state server of its sync mode (esync).
+  sync::StateServerAccess StateServer() const;
+
+  int dc_index() const { return dc_index_; }
+  int rank() const { return rank_; }
+  int worker_index() const { return worker_index_; }
+  const std::string& name() const { return name_; }
+  const ps::KeySchema& schema() const { return schema_; }
+
+  // Tells the tier this worker is done and waits for the others (comm::Postoffice::Finalize).
+  Status Finish();
+
+ private:
+  WorkerSession(const ClusterConfig& config, const RoleEnv& env) : config_(config), env_(env) {}
+
+  const ClusterConfig config_;
+  const RoleEnv env_;
+  ps::KeySchema schema_;
+  std::string name_;
+  std::string host_;
+  int dc_index_ = 0, rank_ = 0, worker_index_ = 0;
+  std::unique_ptr<comm::Van> van_;
+  std::unique_ptr<comm::Postoffice> po_;
+  std::unique_ptr<comm::KvWorker> kv_;
+  std::unique_ptr<comm::KvLink> link_, aux_link_;
+};
+
+}  // namespace geomx::cluster

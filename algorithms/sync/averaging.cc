@@ -1,0 +1,251 @@
+// The averaging machinery of hfa, diloco and esync (averaging.h has the round described).
+#include "algorithms/sync/averaging.h"
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "comm/handlers/aggregate_sink.h"
+#include "comm/handlers/sync_aggregator.h"
+#include "comm/key_layout.h"
+
+namespace geomx::sync {
+namespace {
+
+std::string KeyName(uint64_t wire_key) {
+  return "key " + std::to_string(comm::KeyOfWireKey(wire_key)) + " slice " +
+         std::to_string(comm::SliceOfWireKey(wire_key));
+}
+
+// The mean of `contributors` pushes summed in `aggregate` (dense f32), or an error naming the key.
+Result<std::vector<float>> MeanOf(uint64_t wire_key, const Bytes& aggregate, int contributors, const char* what) {
+  const size_t n = aggregate.count<float>();
+  if (contributors < 1 || aggregate.size() != n * sizeof(float)) {
+    return Status::InvalidArgument(KeyName(wire_key) + ": the " + what + " are not dense f32");
+  }
+  std::vector<float> mean(n);
+  const float* sum = aggregate.as<float>();
+  const float scale = 1.0f / static_cast<float>(contributors);
+  for (size_t i = 0; i < n; ++i) mean[i] = sum[i] * scale;
+  return mean;
+}
+
+// The global server's sink: mean delta over all workers, then the outer step; answers with the update.
+class OuterSink final : public comm::AggregateSink {
+ public:
+  OuterSink(std::unique_ptr<OuterOptimizer> outer, SyncObserver* observer)
+      : outer_(std::move(outer)), observer_(observer) {}
+  void set_aggregator(const comm::SyncAggregator* agg) { aggregator_ = agg; }
+  OuterOptimizer* outer() const { return outer_.get(); }
+
+  void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors,
+                  comm::AggregateDone done) override {
+    Result<std::vector<float>> mean = MeanOf(wire_key, aggregate, contributors, "model deltas");
+    if (!mean.ok()) return done(mean.status(), Bytes());
+    if (!outer_->HasKey(wire_key)) {
+      std::optional<std::vector<float>> init = aggregator_ ? aggregator_->StoredValues(wire_key) : std::nullopt;
+      if (!init || init->size() != mean->size()) {
+        return done(Status::FailedPrecondition(KeyName(wire_key) + " has no initial weights of " +
+                                               std::to_string(mean->size()) + " values from the master worker"),
+                    Bytes());
+      }
+      outer_->InitKey(wire_key, *init);
+    }
+    Result<std::vector<float>> update = outer_->Apply(wire_key, *mean, round);
+    if (!update.ok()) return done(update.status(), Bytes());
+    if (observer_) observer_->OnGlobalAverage(wire_key, round);
+    done(Status::Ok(), Bytes::CopyVector(*update));
+  }
+
+ private:
+  std::unique_ptr<OuterOptimizer> outer_;
+  SyncObserver* const observer_;
+  const comm::SyncAggregator* aggregator_ = nullptr;
+};
+
+class AveragingGlobalServer final : public ServerPolicy {
+ public:
+  static Result<std::unique_ptr<ServerPolicy>> Create(const ServerArgs& args, const OuterRule& rule) {
+    GEOMX_ASSIGN_OR_RETURN(auto outer, OuterOptimizer::Create(rule));
+    auto p = std::unique_ptr<AveragingGlobalServer>(new AveragingGlobalServer(std::move(outer), args.observer));
+    comm::SyncAggregatorOptions opts;
+    opts.expected_senders = static_cast<int>(args.job->datacentres.size());
+    opts.tier = args.codec;
+    GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, &p->sink_));
+    p->sink_.set_aggregator(p->aggregator_.get());
+    return std::unique_ptr<ServerPolicy>(std::move(p));
+  }
+  comm::ServerHandler* handler() override { return aggregator_.get(); }
+  ps::ServerState* state() override { return sink_.outer(); }
+
+ private:
+  AveragingGlobalServer(std::unique_ptr<OuterOptimizer> outer, SyncObserver* observer)
+      : sink_(std::move(outer), observer) {}
+  OuterSink sink_;
+  std::unique_ptr<comm::SyncAggregator> aggregator_;
+};
+
+// The local server's sink: the mean of its workers' models; every k2-th sync index the delta goes up.
+class AveragingLocalSink final : public comm::AggregateSink, public ps::ServerState {
+ public:
+  AveragingLocalSink(comm::KvLink* upper, int k2, SyncObserver* observer)
+      : upper_(upper), k2_(k2), observer_(observer) {}
+
+  void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors,
+                  comm::AggregateDone done) override {
+    Result<std::vector<float>> mean = MeanOf(wire_key, aggregate, contributors, "workers' models");
+    if (!mean.ok()) return done(mean.status(), Bytes());
+    if (observer_) observer_->OnLocalAverage(wire_key, round);
+    if ((round + 1) % k2_ != 0) return done(Status::Ok(), Bytes::CopyVector(*mean));  // a data-centre average
+    const size_t n = mean->size();
+    std::vector<float> delta(n);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = milestone_.find(wire_key);
+      if (it == milestone_.end() || it->second.size() != n) {
+        return done(Status::FailedPrecondition(KeyName(wire_key) +
+                                               " has no milestone: the workers did not pull the initial weights"),
+                    Bytes());
+      }
+      // Weighted by the workers it averages, so the global mean is over workers, not data centres.
+      for (size_t i = 0; i < n; ++i) delta[i] = ((*mean)[i] - it->second[i]) * static_cast<float>(contributors);
+    }
+    const int64_t wan_round = (round + 1) / k2_ - 1;
+    upper_->PushPullSlice(wire_key, delta, wan_round, contributors,
+                          [this, wire_key, n, done = std::move(done)](Status s, std::vector<float> update) {
+                            if (s.ok() && update.size() != n) s = Status::DataLoss("not " + std::to_string(n) + " values");
+                            if (!s.ok()) return done(s.WithContext("global sync of " + KeyName(wire_key)), Bytes());
+                            std::vector<float> model;
+                            {
+                              std::lock_guard<std::mutex> lock(mu_);
+                              std::vector<float>& m = milestone_[wire_key];
+                              for (size_t i = 0; i < n; ++i) m[i] += update[i];
+                              model = m;
+                            }
+                            done(Status::Ok(), Bytes::CopyVector(model));
+                          });
+  }
+
+  // Initial weights: the global model (the master worker's init push), which is also the first milestone.
+  bool FetchInitial(uint64_t wire_key, comm::AggregateDone done) override {
+    upper_->PullSlice(wire_key, comm::kInitRound,
+                      [this, wire_key, done = std::move(done)](Status s, std::vector<float> w) {
+                        if (!s.ok()) return done(s.WithContext("initial weights of " + KeyName(wire_key)), Bytes());
+                        {
+                          std::lock_guard<std::mutex> lock(mu_);
+                          milestone_[wire_key] = w;
+                        }
+                        done(Status::Ok(), Bytes::CopyVector(w));
+                      });
+    return true;
+  }
+
+  // ps::ServerState: the milestone of every wire key ("<prefix>milestone/<wire key>").
+  Status SaveState(const std::string& prefix, ps::StateTensors* out) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [wk, m] : milestone_) (*out)[prefix + "milestone/" + std::to_string(wk)] = ps::StateVector(m);
+    return Status::Ok();
+  }
+  Status RestoreState(const std::string& prefix, const ps::StateTensors& in) override {
+    std::map<uint64_t, std::vector<float>> milestones;
+    const std::string head = prefix + "milestone/";
+    for (const auto& [name, t] : in) {
+      if (name.rfind(head, 0) != 0) continue;
+      char* end = nullptr;
+      const std::string digits = name.substr(head.size());
+      const unsigned long long wk = std::strtoull(digits.c_str(), &end, 10);
+      if (digits.empty() || *end != '\0' || t.dtype() != DType::kF32) {
+        return Status::DataLoss("server state: bad milestone entry " + name);
+      }
+      milestones[wk] = t.ToFloatVector();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    milestone_ = std::move(milestones);
+    return Status::Ok();
+  }
+
+ private:
+  comm::KvLink* const upper_;
+  const int k2_;
+  SyncObserver* const observer_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, std::vector<float>> milestone_;  // GUARDED_BY(mu_): the last global model, per wire key
+};
+
+class AveragingLocalServer final : public ServerPolicy {
+ public:
+  static Result<std::unique_ptr<ServerPolicy>> Create(const LocalServerArgs& args, int k2) {
+    if (k2 < 1) return Status::InvalidArgument("sync.k2: must be >= 1, got " + std::to_string(k2));
+    auto p = std::unique_ptr<AveragingLocalServer>(new AveragingLocalServer(args.upper, k2, args.observer));
+    comm::SyncAggregatorOptions opts;
+    opts.expected_senders = args.workers;
+    opts.tier = args.codec;
+    GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, &p->sink_));
+    return std::unique_ptr<ServerPolicy>(std::move(p));
+  }
+  comm::ServerHandler* handler() override { return aggregator_.get(); }
+  ps::ServerState* state() override { return &sink_; }
+
+ private:
+  AveragingLocalServer(comm::KvLink* upper, int k2, SyncObserver* observer) : sink_(upper, k2, observer) {}
+  AveragingLocalSink sink_;
+  std::unique_ptr<comm::SyncAggregator> aggregator_;
+};
+
+}  // namespace
+
+OuterOptimizer::OuterOptimizer() : opt_(nn::LrScheduleConfig{}, 1, 1) {}
+
+Result<std::unique_ptr<OuterOptimizer>> OuterOptimizer::Create(const OuterRule& rule) {
+  nn::OptimizerConfig c;
+  c.name = rule.momentum > 0 ? "nesterov" : "sgd";
+  c.lr = rule.lr;
+  c.momentum = rule.momentum;
+  c.weight_decay = 0;
+  auto outer = std::unique_ptr<OuterOptimizer>(new OuterOptimizer());
+  Status s = outer->opt_.SetRule(c);
+  if (!s.ok()) return s.WithContext("outer optimizer (sync.outer / sync.esync.global_lr)");
+  return outer;
+}
+
+Result<std::vector<float>> OuterOptimizer::Apply(uint64_t wire_key, std::span<const float> mean_delta,
+                                                 int64_t round) {
+  std::lock_guard<std::mutex> lock(mu_);
+  GEOMX_ASSIGN_OR_RETURN(std::vector<float> before, opt_.Weights(wire_key));
+  std::vector<float> pseudo(mean_delta.size());
+  for (size_t i = 0; i < pseudo.size(); ++i) pseudo[i] = -mean_delta[i];
+  GEOMX_ASSIGN_OR_RETURN(Bytes after, opt_.Step(wire_key, pseudo, round));
+  const float* a = after.as<float>();
+  for (size_t i = 0; i < before.size(); ++i) before[i] = a[i] - before[i];
+  return before;
+}
+
+Status OuterOptimizer::SaveState(const std::string& prefix, ps::StateTensors* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return opt_.SaveState(prefix, out);
+}
+
+Status OuterOptimizer::RestoreState(const std::string& prefix, const ps::StateTensors& in) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return opt_.RestoreState(prefix, in);
+}
+
+Result<std::unique_ptr<ServerPolicy>> MakeAveragingGlobalServer(const ServerArgs& args, const OuterRule& rule) {
+  return AveragingGlobalServer::Create(args, rule);
+}
+
+Result<std::unique_ptr<ServerPolicy>> MakeAveragingLocalServer(const LocalServerArgs& args, int k2) {
+  return AveragingLocalServer::Create(args, k2);
+}
+
+Status AveragingWorker::Apply(const std::vector<nn::Parameter*>& params, int64_t) {
+  optimizer_->Step(params);
+  if (++steps_in_round_ < StepsThisRound()) return Status::Ok();
+  GEOMX_RETURN_IF_ERROR(exchange_.Exchange(params, HostValues(params), sync_index_, ParamExchange::Answer::kWeights));
+  steps_in_round_ = 0;
+  ++sync_index_;
+  return AfterSync();
+}
+
+}  // namespace geomx::sync

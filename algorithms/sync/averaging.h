@@ -1,0 +1,95 @@
+// The model-averaging machinery shared by sync.mode hfa, diloco (hfa.cc) and esync (esync.cc)
+// (docs/synchronization.md). The round:
+//
+//   worker      steps its own optimizer (the job's) every iteration; after the round's local steps it
+//               PushPulls its parameters (round = its sync index) to its local servers and adopts the answer
+//   local srv   SyncAggregator over its workers -> AveragingLocalSink: the mean of the workers' models; on every
+//               K2-th sync index (decided from the round number of each key, never from key 0's arrival) it
+//               sends (mean - milestone) x workers (num_merged = workers) up to the global servers, adds the
+//               global update they answer to its milestone, and answers its workers with the milestone
+//   global srv  SyncAggregator over the data centres -> OuterSink: mean delta over all workers, then the outer
+//               optimizer on the global model (pseudo-gradient = -mean delta); answers with the update
+//               (new global weights - old), which every local server adds to its milestone
+//
+// hfa: K1 local steps, K2 local averages per WAN sync, outer SGD with lr 1 (w_g += mean delta). diloco: the same
+// with outer Nesterov (sync.outer.lr, sync.outer.momentum). esync: K2 = 1, outer SGD with lr
+// sync.esync.global_lr, and each worker's local steps per round decided by the state server.
+//
+// Initial weights: every worker pulls round kInitRound through its local server, which fetches the global model
+// (the master worker's init push) and keeps it as the first milestone: all replicas start from the global
+// initial weights. Compression: the local servers' KvLink encodes the deltas (its error feedback keeps what a
+// sparse push left out for the next sync); the global aggregator encodes the updates (comm/kv_link.h,
+// compression/link_plan.h). Observers: SyncObserver::OnLocalAverage / OnGlobalAverage per (wire key, round).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "algorithms/sync/param_exchange.h"
+#include "algorithms/sync/server_optimizer.h"
+#include "algorithms/sync/sync_mode.h"
+
+namespace geomx::sync {
+
+// The global server's outer rule: SGD (momentum 0) or Nesterov, with a constant learning rate.
+struct OuterRule {
+  float lr = 1.0f;
+  float momentum = 0.0f;  // > 0: Nesterov (v = mu v + g; w -= lr (g + mu v))
+};
+
+// The global model of the wire keys one global server holds, and the outer optimizer over it. Thread-safe.
+class OuterOptimizer final : public ps::ServerState {
+ public:
+  static Result<std::unique_ptr<OuterOptimizer>> Create(const OuterRule& rule);
+  // The key's initial (global) weights; ignored when it has some.
+  void InitKey(uint64_t wire_key, std::span<const float> weights) { opt_.InitKey(wire_key, weights); }
+  bool HasKey(uint64_t wire_key) const { return opt_.HasKey(wire_key); }
+  Result<std::vector<float>> Weights(uint64_t wire_key) const { return opt_.Weights(wire_key); }
+  // One outer step of `wire_key` with the mean model delta of the workers (pseudo-gradient -mean_delta) at sync
+  // `round`; returns the update applied to the global weights (new - old).
+  Result<std::vector<float>> Apply(uint64_t wire_key, std::span<const float> mean_delta, int64_t round);
+
+  // ps::ServerState: the global model and the outer optimizer's momentum (ServerOptimizer's entries).
+  Status SaveState(const std::string& prefix, ps::StateTensors* out) const override;
+  Status RestoreState(const std::string& prefix, const ps::StateTensors& in) override;
+
+ private:
+  OuterOptimizer();
+  mutable std::mutex mu_;  // serialises Weights + Step of one Apply
+  ServerOptimizer opt_;
+};
+
+// The policies of the averaging modes. `k2`: local averages per WAN sync (esync: 1).
+Result<std::unique_ptr<ServerPolicy>> MakeAveragingGlobalServer(const ServerArgs& args, const OuterRule& rule);
+Result<std::unique_ptr<ServerPolicy>> MakeAveragingLocalServer(const LocalServerArgs& args, int k2);
+
+// The worker side: local steps, then a parameter PushPull per round. Subclasses decide the steps of a round.
+class AveragingWorker : public WorkerSync {
+ public:
+  AveragingWorker(comm::KvLink* link, nn::Module* model, nn::Optimizer* optimizer)
+      : exchange_(link, model), optimizer_(optimizer) {}
+  Status PullInitial(const std::vector<nn::Parameter*>& params) override { return exchange_.PullInitial(params); }
+  Status Apply(const std::vector<nn::Parameter*>& params, int64_t iteration) override;
+  Status Flush() override { return exchange_.Flush(); }
+  int64_t syncs() const { return sync_index_; }
+
+ protected:
+  // Local steps of the current round (>= 1).
+  virtual int StepsThisRound() const = 0;
+  // After the round's PushPull (sync_index() already counts it).
+  virtual Status AfterSync() { return Status::Ok(); }
+  int64_t sync_index() const { return sync_index_; }
+  int steps_in_round() const { return steps_in_round_; }
+  nn::Optimizer* optimizer() const { return optimizer_; }
+
+ private:
+  ParamExchange exchange_;
+  nn::Optimizer* optimizer_;
+  int64_t sync_index_ = 0;
+  int steps_in_round_ = 0;
+};
+
+}  // namespace geomx::sync

@@ -1,0 +1,184 @@
+// sync.mode fsa (fsa.h has the round described).
+#include "algorithms/sync/fsa.h"
+
+#include <optional>
+#include <string>
+
+#include "algorithms/sync/param_exchange.h"
+#include "algorithms/sync/server_optimizer.h"
+#include "comm/handlers/aggregate_sink.h"
+#include "comm/handlers/forward_sink.h"
+#include "comm/handlers/sync_aggregator.h"
+
+namespace geomx::sync {
+namespace {
+
+// The global server's sink: mean gradient, then the server-side optimizer on its master copy.
+class OptimizerSink final : public comm::AggregateSink {
+ public:
+  OptimizerSink(const SyncJob& job, ServerOptimizer* optimizer)
+      : server_update_(job.optimizer_where == OptimizerPlacement::kGlobalServer), optimizer_(optimizer) {}
+
+  void set_aggregator(const comm::SyncAggregator* agg) { aggregator_ = agg; }
+
+  void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors,
+                  comm::AggregateDone done) override {
+    const size_t n = aggregate.count<float>();
+    if (contributors < 1 || aggregate.size() != n * sizeof(float)) {
+      done(Status::InvalidArgument("aggregate of key " + std::to_string(wire_key) + " is not dense f32"), Bytes());
+      return;
+    }
+    Bytes mean(n * sizeof(float));
+    const float* sum = aggregate.as<float>();
+    float* m = reinterpret_cast<float*>(mean.mutable_data());
+    const float scale = 1.0f / static_cast<float>(contributors);
+    for (size_t i = 0; i < n; ++i) m[i] = sum[i] * scale;
+    if (!server_update_) return done(Status::Ok(), std::move(mean));  // the workers step on the mean gradient
+    if (!optimizer_->HasKey(wire_key)) {
+      std::optional<std::vector<float>> init = aggregator_ ? aggregator_->StoredValues(wire_key) : std::nullopt;
+      if (!init || init->size() != n) {
+        done(Status::FailedPrecondition("key " + std::to_string(wire_key) + " has no initial weights"), Bytes());
+        return;
+      }
+      optimizer_->InitKey(wire_key, *init);
+    }
+    Result<Bytes> value = optimizer_->Step(wire_key, std::span<const float>(mean.as<float>(), n), round);
+    if (!value.ok()) return done(value.status(), Bytes());
+    done(Status::Ok(), std::move(value).value());
+  }
+
+ private:
+  const bool server_update_;
+  ServerOptimizer* const optimizer_;
+  const comm::SyncAggregator* aggregator_ = nullptr;
+};
+
+class FsaGlobalServer final : public ServerPolicy {
+ public:
+  static Result<std::unique_ptr<ServerPolicy>> Create(const ServerArgs& args) {
+    const SyncJob& job = *args.job;
+    auto p = std::unique_ptr<FsaGlobalServer>(new FsaGlobalServer(job));
+    GEOMX_RETURN_IF_ERROR(p->optimizer_.SetRule(job.job.optimizer).WithContext("optimizer"));
+    comm::SyncAggregatorOptions opts;
+    // Each slice is held by one local server per data centre, so one push per data centre and round arrives.
+    opts.expected_senders = static_cast<int>(job.datacentres.size());
+    opts.tier = args.codec;
+    GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, &p->sink_));
+    p->sink_.set_aggregator(p->aggregator_.get());
+    return std::unique_ptr<ServerPolicy>(std::move(p));
+  }
+  comm::ServerHandler* handler() override { return aggregator_.get(); }
+  ps::ServerState* state() override { return &optimizer_; }
+
+ private:
+  explicit FsaGlobalServer(const SyncJob& job)
+      : optimizer_(job.job.schedule, job.job.plan.iterations_per_epoch, job.job.plan.scheduled_rounds()),
+        sink_(job, &optimizer_) {}
+  ServerOptimizer optimizer_;
+  OptimizerSink sink_;
+  std::unique_ptr<comm::SyncAggregator> aggregator_;
+};
+
+class FsaLocalServer final : public ServerPolicy {
+ public:
+  static Result<std::unique_ptr<ServerPolicy>> Create(const LocalServerArgs& args) {
+    auto p = std::unique_ptr<FsaLocalServer>(new FsaLocalServer(args.upper));
+    comm::SyncAggregatorOptions opts;
+    opts.expected_senders = args.workers;
+    opts.tier = args.codec;
+    GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, &p->sink_));
+    return std::unique_ptr<ServerPolicy>(std::move(p));
+  }
+  comm::ServerHandler* handler() override { return aggregator_.get(); }
+
+ private:
+  explicit FsaLocalServer(comm::KvLink* upper) : sink_(upper) {}
+  comm::ForwardSink sink_;
+  std::unique_ptr<comm::SyncAggregator> aggregator_;
+};
+
+// The worker's parameter update through the parameter server. With a server-side optimizer the PS returns new
+// weights; otherwise it returns the mean gradient and the worker's own optimizer steps.
+class FsaWorker final : public WorkerSync {
+ public:
+  FsaWorker(const WorkerArgs& args)
+      : exchange_(args.link, args.model),
+        server_update_(args.job->optimizer_where == OptimizerPlacement::kGlobalServer),
+        local_optimizer_(args.optimizer) {}
+
+  Status PullInitial(const std::vector<nn::Parameter*>& params) override { return exchange_.PullInitial(params); }
+
+  Status Apply(const std::vector<nn::Parameter*>& params, int64_t round) override {
+    if (server_update_) {
+      return exchange_.Exchange(params, HostGradients(params), round, ParamExchange::Answer::kWeights);
+    }
+    GEOMX_RETURN_IF_ERROR(
+        exchange_.Exchange(params, HostGradients(params), round, ParamExchange::Answer::kMeanGradient));
+    local_optimizer_->Step(params);
+    return Status::Ok();
+  }
+
+  Status Flush() override { return exchange_.Flush(); }
+
+ private:
+  ParamExchange exchange_;
+  const bool server_update_;
+  nn::Optimizer* local_optimizer_;
+};
+
+class Fsa final : public SyncMode {
+ public:
+  Result<std::unique_ptr<ServerPolicy>> MakeGlobalServer(const ServerArgs& args) const override {
+    return FsaGlobalServer::Create(args);
+  }
+  Result<std::unique_ptr<ServerPolicy>> MakeLocalServer(const LocalServerArgs& args) const override {
+    return MakeFsaLocalServer(args);
+  }
+  Result<std::unique_ptr<WorkerSync>> MakeWorker(const WorkerArgs& args) const override {
+    return MakeFsaWorker(args);
+  }
+};
+
+constexpr const char* kName = "fsa";
+
+void FsaRules(const SyncRuleInput& in, std::vector<RuleViolation>* out) {
+  if (in.sync->mode != kName || !in.has_topology) return;
+  if (in.optimizer_where == OptimizerPlacement::kGlobalServer) {
+    CheckWeightsDown(in, "optimizer.where: global-server", "", out);
+  }
+}
+
+GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
+    .name = kName,
+    .help = "fully synchronous on both tiers: every worker in every round (HiPS)",
+    .traits = {.needs_topology = false, .steps_on_gradients = true},
+    .create = [](const SyncSettings&) -> Result<std::unique_ptr<SyncMode>> { return std::unique_ptr<SyncMode>(new Fsa()); },
+    .rules = FsaRules}));
+
+}  // namespace
+
+Result<std::unique_ptr<ServerPolicy>> MakeFsaLocalServer(const LocalServerArgs& args) {
+  return FsaLocalServer::Create(args);
+}
+
+Result<std::unique_ptr<WorkerSync>> MakeFsaWorker(const WorkerArgs& args) {
+  if (args.link == nullptr || args.optimizer == nullptr) {
+    return Status::InvalidArgument("fsa worker: needs a KvLink and an optimizer");
+  }
+  return std::unique_ptr<WorkerSync>(new FsaWorker(args));
+}
+
+void CheckWeightsDown(const SyncRuleInput& in, const std::string& why, const std::string& fix_suffix,
+                      std::vector<RuleViolation>* out) {
+  const comm::LinkScheme down = in.links.global_to_local;
+  if (down != comm::LinkScheme::kBsc && down != comm::LinkScheme::kMpq) return;
+  std::string message = "'";
+  message += comm::LinkSchemeName(down);
+  message += "' sends the sparse aggregate of gradients down, but with " + why +
+             " the global server returns dense weights; use optimizer.where: worker" + fix_suffix +
+             ", or set accelerators.links.global_to_local to none or fp16";
+  out->push_back({{"accelerators.links.global_to_local", "accelerators.compression"},
+                  "accelerators.links.global_to_local", std::move(message)});
+}
+
+}  // namespace geomx::sync

@@ -1,0 +1,82 @@
+// sync.mode hfa and diloco: the averaging round of averaging.h with K1 local steps per round and K2 local
+// averages per WAN synchronisation.
+//   hfa     outer SGD with lr 1: the global model moves by the mean delta of all workers (HFA, GeoMX)
+//   diloco  outer Nesterov with sync.outer.lr and sync.outer.momentum on the pseudo-gradient -mean delta
+#include <string>
+
+#include "algorithms/sync/averaging.h"
+
+namespace geomx::sync {
+namespace {
+
+struct HfaConfig {
+  int k1 = 20;
+  int k2 = 10;
+  OuterRule outer;
+};
+
+// K1 local steps per round.
+class HfaWorker final : public AveragingWorker {
+ public:
+  HfaWorker(const WorkerArgs& args, int k1) : AveragingWorker(args.link, args.model, args.optimizer), k1_(k1) {}
+
+ protected:
+  int StepsThisRound() const override { return k1_; }
+
+ private:
+  const int k1_;
+};
+
+class Hfa final : public SyncMode {
+ public:
+  explicit Hfa(HfaConfig config) : config_(config) {}
+  Result<std::unique_ptr<ServerPolicy>> MakeGlobalServer(const ServerArgs& args) const override {
+    return MakeAveragingGlobalServer(args, config_.outer);
+  }
+  Result<std::unique_ptr<ServerPolicy>> MakeLocalServer(const LocalServerArgs& args) const override {
+    return MakeAveragingLocalServer(args, config_.k2);
+  }
+  Result<std::unique_ptr<WorkerSync>> MakeWorker(const WorkerArgs& args) const override {
+    return std::unique_ptr<WorkerSync>(new HfaWorker(args, config_.k1));
+  }
+
+ private:
+  const HfaConfig config_;
+};
+
+Result<HfaConfig> CountsOf(const SyncSettings& s) {
+  if (s.k1 < 1) return Status::InvalidArgument("sync.k1: must be >= 1, got " + std::to_string(s.k1));
+  if (s.k2 < 1) return Status::InvalidArgument("sync.k2: must be >= 1, got " + std::to_string(s.k2));
+  return HfaConfig{.k1 = s.k1, .k2 = s.k2};
+}
+
+Result<std::unique_ptr<SyncMode>> CreateHfa(const SyncSettings& s) {
+  GEOMX_ASSIGN_OR_RETURN(HfaConfig c, CountsOf(s));
+  c.outer = OuterRule{1.0f, 0.0f};
+  return std::unique_ptr<SyncMode>(new Hfa(c));
+}
+
+Result<std::unique_ptr<SyncMode>> CreateDiloco(const SyncSettings& s) {
+  GEOMX_ASSIGN_OR_RETURN(HfaConfig c, CountsOf(s));
+  c.outer = OuterRule{s.outer_lr, s.outer_momentum};
+  return std::unique_ptr<SyncMode>(new Hfa(c));
+}
+
+constexpr SyncModeTraits kAveraging{.averages_models = true, .steps_on_gradients = false};
+
+GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
+    .name = "hfa",
+    .help = "hierarchical frequency aggregation: K1 local steps, K2 data-centre averages per WAN sync",
+    .traits = kAveraging,
+    .create = CreateHfa,
+    .rules = [](const SyncRuleInput&, std::vector<RuleViolation>*) {}}));
+
+GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
+    .name = "diloco",
+    .help = "hfa with an outer Nesterov optimizer on the averaged model delta (sync.outer.lr, momentum)",
+    .traits = kAveraging,
+    .create = CreateDiloco,
+    .rules = [](const SyncRuleInput&, std::vector<RuleViolation>*) {}}));
+
+}  // namespace
+}  // namespace geomx::sync

@@ -1,0 +1,135 @@
+#include "algorithms/sync/param_exchange.h"
+
+#include <cstring>
+#include <string>
+
+namespace geomx::sync {
+
+void CopyIntoTensor(const std::vector<float>& src, const Tensor& dst) {
+  if (dst.device().is_cpu()) {
+    if (!src.empty()) std::memcpy(dst.raw_data(), src.data(), src.size() * sizeof(float));
+  } else {
+    Tensor host = Tensor::FromVector(src, dst.shape(), dst.device());
+    Tensor(dst).CopyFrom(host);
+  }
+}
+
+std::vector<Tensor> HostGradients(const std::vector<nn::Parameter*>& params) {
+  std::vector<Tensor> out(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& g = params[i]->grad();
+    out[i] = g.defined() ? g.To(Device::Cpu()) : Tensor::Zeros(params[i]->data().shape());
+  }
+  return out;
+}
+
+std::vector<Tensor> HostValues(const std::vector<nn::Parameter*>& params) {
+  std::vector<Tensor> out(params.size());
+  for (size_t i = 0; i < params.size(); ++i) out[i] = params[i]->data().To(Device::Cpu());
+  return out;
+}
+
+ParamExchange::ParamExchange(comm::KvLink* link, nn::Module* model)
+    : link_(link), model_(model), lazy_(model != nullptr && link->send_path().p3) {}
+
+ParamExchange::~ParamExchange() {
+  if (lazy_ && !state_.empty()) model_->SetForwardHook(nullptr);
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] {
+    for (const KeyState& k : state_) {
+      if (!k.done) return false;
+    }
+    return true;
+  });
+}
+
+Status ParamExchange::Prepare(const std::vector<nn::Parameter*>& params) {
+  if (!state_.empty() || params.empty()) return Status::Ok();
+  state_.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    KeyState& k = state_[i];
+    k.param = params[i];
+    k.incoming.resize(static_cast<size_t>(params[i]->numel()));
+    if (link_->layout().length(i) != k.incoming.size()) {
+      return Status::FailedPrecondition("worker: key " + std::to_string(i) + " (" + params[i]->key() + ") has " +
+                                        std::to_string(link_->layout().length(i)) +
+                                        " elements in the key layout, the parameter " +
+                                        std::to_string(k.incoming.size()));
+    }
+    keys_.push_back(i);
+    outs_.push_back(k.incoming.data());
+    index_[params[i]] = i;
+  }
+  if (lazy_) model_->SetForwardHook([this](nn::Module& m) { BeforeForward(m); });
+  return Status::Ok();
+}
+
+Status ParamExchange::PullInitial(const std::vector<nn::Parameter*>& params) {
+  GEOMX_RETURN_IF_ERROR(Prepare(params));
+  GEOMX_RETURN_IF_ERROR(link_->Pull(keys_, outs_, comm::kInitRound));
+  for (KeyState& k : state_) CopyIntoTensor(k.incoming, k.param->data());
+  return Status::Ok();
+}
+
+Status ParamExchange::Exchange(const std::vector<nn::Parameter*>& params, const std::vector<Tensor>& values,
+                               int64_t round, Answer answer) {
+  GEOMX_RETURN_IF_ERROR(Prepare(params));
+  GEOMX_RETURN_IF_ERROR(Flush());  // the previous exchange, if a key was not consumed by a forward pass
+  std::vector<const float*> in(values.size());
+  for (size_t i = 0; i < values.size(); ++i) in[i] = values[i].data<float>();
+  if (!lazy_ || answer == Answer::kMeanGradient) {
+    // Eager: every answer at once (P3 still orders the slices on the network).
+    GEOMX_RETURN_IF_ERROR(link_->PushPull(keys_, in, outs_, round));
+    for (KeyState& k : state_) {
+      if (answer == Answer::kWeights) {
+        CopyIntoTensor(k.incoming, k.param->data());
+      } else {
+        k.param->var().set_grad(Tensor::FromVector(k.incoming, k.param->data().shape(), k.param->data().device()));
+      }
+    }
+    return Status::Ok();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (KeyState& k : state_) {
+      k.done = false;
+      k.pending = true;
+    }
+  }
+  link_->PushPullAsync(keys_, in, outs_, round, [this](size_t i, Status s) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      state_[i].done = true;
+      if (!s.ok() && error_.ok()) error_ = s.WithContext("parameter " + state_[i].param->key());
+    }
+    cv_.notify_all();
+  });
+  return Status::Ok();
+}
+
+Status ParamExchange::ApplyKey(KeyState& k) {
+  if (!k.pending) return Status::Ok();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return k.done; });
+    if (!error_.ok()) return error_;
+  }
+  CopyIntoTensor(k.incoming, k.param->data());
+  k.pending = false;
+  return Status::Ok();
+}
+
+void ParamExchange::BeforeForward(nn::Module& m) {
+  for (nn::Parameter* p : m.OwnParameters()) {
+    auto it = index_.find(p);
+    if (it != index_.end()) (void)ApplyKey(state_[it->second]);  // an error is returned by the next Flush
+  }
+}
+
+Status ParamExchange::Flush() {
+  for (KeyState& k : state_) GEOMX_RETURN_IF_ERROR(ApplyKey(k));
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+}  // namespace geomx::sync

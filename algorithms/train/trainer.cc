@@ -1,0 +1,268 @@
+#include "algorithms/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "engine/autograd/functions.h"
+#include "engine/ops.h"
+
+namespace geomx::train {
+namespace {
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int64_t CountCorrect(const Tensor& logits, const Tensor& labels) {
+  const Tensor pred = ops::ArgMax(logits).To(Device::Cpu());
+  const Tensor y = labels.To(Device::Cpu());
+  const int64_t* p = pred.data<int64_t>();
+  const int64_t* t = y.data<int64_t>();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) correct += (p[i] == t[i]);
+  return correct;
+}
+}  // namespace
+
+const char* StopReasonName(StopReason r) {
+  switch (r) {
+    case StopReason::kCompleted: return "completed";
+    case StopReason::kTargetReached: return "target_reached";
+    case StopReason::kMaxIterations: return "max_iterations";
+    case StopReason::kInterrupted: return "interrupted";
+  }
+  return "?";
+}
+
+EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device, int64_t batch_size,
+                    int64_t limit) {
+  const bool was_training = model.training();
+  model.Eval();
+  autograd::NoGradGuard no_grad;
+  const int64_t n = limit > 0 ? std::min(limit, test.size()) : test.size();
+  const auto& shape = test.info().example_shape;
+  int64_t row = 1;
+  for (int64_t d : shape) row *= d;
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (int64_t begin = 0; begin < n; begin += batch_size) {
+    const int64_t b = std::min(batch_size, n - begin);
+    std::vector<int64_t> dims = {b};
+    dims.insert(dims.end(), shape.begin(), shape.end());
+    Tensor x = Tensor::Empty(Shape(dims));
+    Tensor y = Tensor::Empty(Shape({b}), DType::kI64);
+    float* xp = x.data<float>();
+    int64_t* yp = y.data<int64_t>();
+    for (int64_t i = 0; i < b; ++i) {
+      test.Get(begin + i, xp + i * row, nullptr);
+      yp[i] = test.Label(begin + i);
+    }
+    x = x.To(device);
+    y = y.To(device);
+    autograd::Variable logits = model.Forward(autograd::Variable(x));
+    auto ce = ops::SoftmaxCrossEntropy(logits.data(), y);
+    loss_sum += ops::Sum(ce.loss).item();
+    correct += CountCorrect(logits.data(), y);
+  }
+  r.examples = n;
+  r.loss = n > 0 ? loss_sum / n : 0;
+  r.accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
+  model.Train(was_training);
+  return r;
+}
+
+Trainer::Trainer(TrainerOptions options, nn::Module* model, nn::Optimizer* optimizer, data::DataLoader* loader,
+                 const data::Dataset* test, TrainerListener* listener, const std::atomic<bool>* interrupted,
+                 ParameterUpdate* update)
+    : options_(std::move(options)),
+      model_(model),
+      optimizer_(optimizer),
+      local_update_(optimizer),
+      update_(update ? update : &local_update_),
+      loader_(loader),
+      test_(test),
+      listener_(listener),
+      interrupted_(interrupted),
+      params_(model->Parameters()) {}
+
+int64_t Trainer::iterations_per_epoch() const {
+  const int64_t all = loader_->batches_per_epoch();
+  return options_.iterations_per_epoch > 0 ? std::min(options_.iterations_per_epoch, all) : all;
+}
+
+int64_t Trainer::total_iterations() const {
+  int64_t total = static_cast<int64_t>(options_.training.epochs) * iterations_per_epoch();
+  if (options_.training.max_iterations > 0) total = std::min(total, options_.training.max_iterations);
+  return total;
+}
+
+Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const std::vector<nn::Parameter*>& params,
+                            const Tensor& x, const Tensor& y, int64_t round) {
+  model.ZeroGrad();
+  autograd::Variable logits = model.Forward(autograd::Variable(x));
+  autograd::Variable loss = autograd::SoftmaxCrossEntropy(logits, y);
+  loss.Backward();
+  GEOMX_RETURN_IF_ERROR(update.Apply(params, round));
+  StepStats r;
+  r.loss = loss.data().item();
+  r.correct = CountCorrect(logits.data(), y);
+  r.examples = y.numel();
+  return r;
+}
+
+Result<StepStats> Trainer::Step(const data::Batch& batch, int64_t round) {
+  return TrainStep(*model_, *update_, params_, batch.x.To(options_.device), batch.y.To(options_.device), round);
+}
+
+Status Trainer::EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based) {
+  if (!options_.evaluate) return Status::Ok();
+  const EvalResult ev = Evaluate(*model_, *test_, options_.device, options_.eval_batch_size,
+                                 full ? 0 : options_.training.eval_limit);
+  MetricsRow row;
+  row.time_s = now_s;
+  row.iteration = state->iteration;
+  row.epoch = epoch_1based;
+  row.loss = window_steps_ > 0 ? window_loss_ / window_steps_ : 0;
+  row.train_accuracy = window_examples_ > 0 ? static_cast<double>(window_correct_) / window_examples_ : 0;
+  row.test_loss = ev.loss;
+  row.test_accuracy = ev.accuracy;
+  row.test_examples = ev.examples;
+  row.samples_per_second = window_train_s_ > 0 ? window_examples_ / window_train_s_ : 0;
+  row.lr = optimizer_->lr();
+  window_loss_ = 0;
+  window_correct_ = window_examples_ = window_steps_ = 0;
+  window_train_s_ = 0;
+
+  state->best_accuracy = std::max(state->best_accuracy, ev.accuracy);
+  if (full || ev.examples == test_->size()) {
+    state->final_accuracy = ev.accuracy;
+    state->final_test_loss = ev.loss;
+  }
+  const float target = options_.training.target_accuracy;
+  if (target > 0 && state->time_to_target_s < 0 && ev.accuracy >= target) state->time_to_target_s = now_s;
+  return listener_ ? listener_->OnEvaluation(row, *state) : Status::Ok();
+}
+
+// The bookkeeping after one step: statistics, the progress report.
+void Trainer::Record(const StepStats& step, double step_s, int epoch, TrainState* state) {
+  ++state->iteration;
+  ++state->epoch_iteration;
+  state->samples += step.examples;
+  state->train_seconds += step_s;
+  window_loss_ += step.loss;
+  window_correct_ += step.correct;
+  window_examples_ += step.examples;
+  window_train_s_ += step_s;
+  ++window_steps_;
+  if (!listener_) return;
+  const int64_t total = total_iterations();
+  ProgressInfo p;
+  p.epoch = epoch + 1;
+  p.epochs = options_.training.epochs;
+  p.iteration = state->iteration;
+  p.total_iterations = total;
+  p.epoch_iteration = state->epoch_iteration;
+  p.epoch_iterations = iterations_per_epoch();
+  p.loss = window_loss_ / window_steps_;
+  p.accuracy = window_examples_ > 0 ? double(window_correct_) / window_examples_ : 0;
+  p.samples_per_second = window_train_s_ > 0 ? window_examples_ / window_train_s_ : 0;
+  const double sec_per_iter = state->train_seconds / std::max<int64_t>(1, state->iteration);
+  p.eta_seconds = sec_per_iter * static_cast<double>(total - state->iteration);
+  listener_->OnIteration(p);
+}
+
+Status Trainer::Checkpoint(TrainState* state, double now_s) {
+  GEOMX_RETURN_IF_ERROR(update_->Flush());
+  state->elapsed_s = now_s;
+  return listener_ ? listener_->OnCheckpoint(*state) : Status::Ok();
+}
+
+// One epoch from state->epoch_iteration on. Sets *stop (with *reason) when training must end inside it;
+// *evaluated says whether the last evaluation covered the current iteration fully.
+Status Trainer::RunEpoch(int epoch, TrainState* state, const std::function<double()>& now_s, bool* stop,
+                         StopReason* reason, bool* evaluated) {
+  const int64_t per_epoch = iterations_per_epoch();
+  const int64_t total = total_iterations();
+  const auto& tc = options_.training;
+  loader_->StartEpoch(epoch, state->epoch_iteration);
+  data::Batch batch;
+  while (!*stop) {
+    if (interrupted_ && interrupted_->load()) {
+      *reason = StopReason::kInterrupted;
+      *stop = true;
+      break;
+    }
+    if (tc.max_iterations > 0 && state->iteration >= tc.max_iterations) {
+      *reason = StopReason::kMaxIterations;
+      *stop = true;
+      break;
+    }
+    if (state->epoch_iteration >= per_epoch || !loader_->Next(&batch)) break;
+    optimizer_->SetLr(nn::ScheduledLr(options_.schedule, options_.base_lr, state->iteration, epoch, total));
+    const auto ts = Clock::now();
+    GEOMX_ASSIGN_OR_RETURN(const StepStats step, Step(batch, state->iteration));
+    const double step_s = SecondsSince(ts);
+    if (!std::isfinite(step.loss)) {
+      return Status::Internal("training diverged: loss is " + std::to_string(step.loss) + " at iteration " +
+                              std::to_string(state->iteration + 1) + " (try a smaller optimizer.lr)");
+    }
+    Record(step, step_s, epoch, state);
+    *evaluated = false;
+    if (update_->Finished()) {
+      *reason = StopReason::kCompleted;
+      *stop = true;
+    }
+    if (tc.eval_every > 0 && state->iteration % tc.eval_every == 0 && state->epoch_iteration != per_epoch) {
+      GEOMX_RETURN_IF_ERROR(EvaluateAndReport(state, now_s(), /*full=*/false, epoch + 1));
+      // A limited evaluation does not give the final numbers: re-evaluate fully if training stops here.
+      *evaluated = tc.eval_limit == 0 || tc.eval_limit >= test_->size();
+      if (tc.stop_at_target && state->time_to_target_s >= 0) {
+        *reason = StopReason::kTargetReached;
+        *stop = true;
+      }
+    }
+    if (tc.checkpoint_every > 0 && state->iteration % tc.checkpoint_every == 0 && listener_) {
+      GEOMX_RETURN_IF_ERROR(Checkpoint(state, now_s()));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<StopReason> Trainer::Run(TrainState* state) {
+  const auto t0 = Clock::now();
+  const double elapsed0 = state->elapsed_s;
+  const std::function<double()> now_s = [&] { return elapsed0 + SecondsSince(t0); };
+  const auto& tc = options_.training;
+  model_->Train();
+
+  StopReason reason = StopReason::kCompleted;
+  bool evaluated_at_current = false;
+  for (int epoch = state->epoch; epoch < tc.epochs; ++epoch) {
+    bool stop = false;
+    GEOMX_RETURN_IF_ERROR(RunEpoch(epoch, state, now_s, &stop, &reason, &evaluated_at_current));
+    if (stop) break;
+    // Epoch end: full evaluation and a checkpoint.
+    state->epoch = epoch + 1;
+    state->epoch_iteration = 0;
+    GEOMX_RETURN_IF_ERROR(EvaluateAndReport(state, now_s(), /*full=*/true, epoch + 1));
+    evaluated_at_current = true;
+    GEOMX_RETURN_IF_ERROR(Checkpoint(state, now_s()));
+    if (tc.stop_at_target && state->time_to_target_s >= 0) {
+      reason = StopReason::kTargetReached;
+      break;
+    }
+  }
+  // Every answer of the last round is in the parameters before anyone reads them (checkpoint, caller).
+  GEOMX_RETURN_IF_ERROR(update_->Flush());
+  // Stopped mid-epoch (interrupt, max_iterations, target): make the final numbers and checkpoint current.
+  if (!evaluated_at_current && state->iteration > 0 && reason != StopReason::kInterrupted) {
+    GEOMX_RETURN_IF_ERROR(EvaluateAndReport(state, now_s(), /*full=*/true, state->epoch + 1));
+  }
+  state->elapsed_s = now_s();
+  if (reason != StopReason::kCompleted && listener_) GEOMX_RETURN_IF_ERROR(listener_->OnCheckpoint(*state));
+  return reason;
+}
+
+}  // namespace geomx::train

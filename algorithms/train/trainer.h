@@ -1,0 +1,125 @@
+// Trainer: the training loop of one process. One Step() = forward, loss, backward, optimizer update, stats.
+// Evaluation every `eval_every` iterations and at every epoch end; checkpoints at epoch ends, every
+// `checkpoint_every` iterations and on interruption (through the listener, which owns the run folder). Before a
+// checkpoint and at the end of the run the ParameterUpdate is flushed (parameter_update.h), so what a listener
+// reads is the complete latest round.
+// Library-style: it never prints; progress and results go to the TrainerListener.
+// Not thread-safe: one thread drives a Trainer. `interrupted` may be set from a signal handler.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+
+#include "algorithms/train/parameter_update.h"
+#include "algorithms/train/trainer_events.h"
+#include "algorithms/train/training_config.h"
+#include "datasets/loader.h"
+#include "engine/base/status.h"
+#include "nn/module.h"
+#include "nn/optim/optimizer.h"
+
+namespace geomx::train {
+
+// Everything a checkpoint must restore to continue a run exactly where it stopped.
+struct TrainState {
+  int64_t iteration = 0;        // completed iterations in total
+  int epoch = 0;                // completed epochs
+  int64_t epoch_iteration = 0;  // completed iterations inside the current (epoch+1-th) epoch
+  double elapsed_s = 0;         // wall time spent in earlier sessions of this run (resume)
+  double train_seconds = 0;     // time spent in training steps only (throughput)
+  int64_t samples = 0;          // training samples processed
+  double best_accuracy = -1;    // < 0: no evaluation yet
+  double final_accuracy = -1;   // accuracy of the last full-test-set evaluation
+  double final_test_loss = -1;
+  double time_to_target_s = -1; // < 0: target not reached (or none)
+};
+
+enum class StopReason { kCompleted, kTargetReached, kMaxIterations, kInterrupted };
+const char* StopReasonName(StopReason r);
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+  int64_t examples = 0;
+};
+
+// Evaluates `model` (switched to eval mode and back) on the first `limit` examples of `test` (0 = all).
+EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device, int64_t batch_size,
+                    int64_t limit);
+
+// One training iteration (forward, softmax cross-entropy, backward, parameter update) on device tensors.
+// Returns the loss and the number of correct top-1 predictions. Used by Trainer and by `geomx bench kernels`, so
+// the benchmark times exactly what training runs.
+struct StepStats {
+  double loss = 0;
+  int64_t correct = 0;
+  int64_t examples = 0;
+};
+Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const std::vector<nn::Parameter*>& params,
+                            const Tensor& x, const Tensor& y, int64_t round);
+
+class TrainerListener {
+ public:
+  virtual ~TrainerListener() = default;
+  virtual void OnIteration(const ProgressInfo&) {}
+  virtual Status OnEvaluation(const MetricsRow&, const TrainState&) { return Status::Ok(); }
+  virtual Status OnCheckpoint(const TrainState&) { return Status::Ok(); }
+};
+
+struct TrainerOptions {
+  TrainingConfig training;
+  nn::LrScheduleConfig schedule;
+  float base_lr = 0.001f;
+  Device device = Device::Cpu();
+  int64_t eval_batch_size = 500;
+  // Iterations per epoch; 0 = every batch of the loader. Distributed FSA workers all use the same count, so
+  // every worker takes part in every round.
+  int64_t iterations_per_epoch = 0;
+  // False on workers that do not evaluate (only one worker of a distributed run evaluates and reports).
+  bool evaluate = true;
+};
+
+class Trainer {
+ public:
+  // All pointers are borrowed and must outlive the Trainer; `listener`, `interrupted` and `update` may be null
+  // (null update: LocalUpdate over `optimizer`, whose learning rate follows the schedule either way).
+  Trainer(TrainerOptions options, nn::Module* model, nn::Optimizer* optimizer, data::DataLoader* train_loader,
+          const data::Dataset* test, TrainerListener* listener, const std::atomic<bool>* interrupted,
+          ParameterUpdate* update = nullptr);
+
+  // Trains from `*state` (default-constructed for a fresh run) and updates it. Errors from the listener (disk
+  // full while checkpointing, ...) stop training and are returned.
+  Result<StopReason> Run(TrainState* state);
+
+  // One iteration on `batch` (moved to the device): TrainStep.
+  Result<StepStats> Step(const data::Batch& batch, int64_t round);
+
+  int64_t total_iterations() const;
+  int64_t iterations_per_epoch() const;
+
+ private:
+  Status EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based);
+  Status RunEpoch(int epoch, TrainState* state, const std::function<double()>& now_s, bool* stop, StopReason* reason,
+                  bool* evaluated);
+  void Record(const StepStats& step, double step_s, int epoch, TrainState* state);
+  Status Checkpoint(TrainState* state, double now_s);
+
+  TrainerOptions options_;
+  nn::Module* model_;
+  nn::Optimizer* optimizer_;
+  LocalUpdate local_update_;
+  ParameterUpdate* update_;
+  data::DataLoader* loader_;
+  const data::Dataset* test_;
+  TrainerListener* listener_;
+  const std::atomic<bool>* interrupted_;
+  std::vector<nn::Parameter*> params_;
+
+  // Running training statistics since the previous evaluation row.
+  double window_loss_ = 0;
+  int64_t window_correct_ = 0, window_examples_ = 0, window_steps_ = 0;
+  double window_train_s_ = 0;
+};
+
+}  // namespace geomx::train

@@ -1,0 +1,92 @@
+// The CLI11 wiring of `geomx bench ...` (the only place bench/ sees CLI11) and the dispatch to the commands.
+#include "bench/bench_commands.h"
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "bench/bench_config.h"
+
+namespace geomx::bench {
+namespace {
+
+// The RECIPE form's positional argument and options, on `geomx bench` itself.
+void AddBenchRecipeOptions(CLI::App* bench, BenchRecipeFlags* f) {
+  std::string presets;
+  for (const std::string& p : PresetNames()) presets.append(presets.empty() ? "" : ", ").append(p);
+  std::string accs;
+  for (const std::string& a : AcceleratorSuffixes()) accs.append(accs.empty() ? "" : ", ").append(a);
+  bench->add_option("recipe", f->recipe,
+                    "Recipe with a topology: run its job once per --configs configuration and compare them");
+  std::string help = "Comma-separated configurations: a preset (";
+  help.append(presets).append(") plus accelerators joined with + (").append(accs);
+  help.append("), optionally with overrides in brackets: hips+bsc[accelerators.bsc.ratio=0.001]");
+  bench->add_option("--configs", f->configs, help);
+  bench->add_option("--set", f->sets, "Recipe override for every configuration (key.path=value), repeatable");
+  bench->add_option("--wan", f->wan, "WAN RATE/DELAY for every configuration, e.g. 50mbit/25ms");
+  bench->add_option("--target-accuracy", f->target_accuracy, "Target test accuracy (default: the recipe's)");
+  bench->add_option("--max-time", f->max_time_s, "Wall-clock limit per configuration run, seconds (0 = none)");
+  bench->add_option("--repeat", f->repeat, "Runs per configuration; the table shows medians")
+      ->check(CLI::Range(1, 100));
+  bench->add_flag("--netns", f->netns,
+                  "Real Linux shaping (root): a network namespace per party, tc tbf rate, user-space delay line");
+  bench->add_option("--out", f->out, "Bench folder (default runs/bench-<name>-<timestamp>)");
+  bench->add_option("--python", f->python, "Python with torch for the ddp peer (Debian python3-torch)");
+  bench->add_option("--ddp-script", f->ddp_script, "The DDP peer (default bench/peers/ddp_train.py)");
+}
+
+CLI::App* AddKernelsCommand(CLI::App* bench, BenchKernelsFlags* f) {
+  CLI::App* cmd = bench->add_subcommand("kernels", "Training samples/s of geomx-cnn vs PyTorch, same run, ratio");
+  cmd->add_option("--batch-sizes", f->batch_sizes, "Batch sizes")->delimiter(',');
+  cmd->add_option("--threads", f->threads, "Thread counts")->delimiter(',');
+  cmd->add_option("--iterations", f->iterations, "Timed iterations per configuration")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--warmup", f->warmup, "Warm-up iterations")->check(CLI::Range(0, 10000));
+  cmd->add_option("--python", f->python, "Python with torch (Debian python3-torch)");
+  cmd->add_option("--torch-script", f->torch_script, "PyTorch peer script");
+  cmd->add_flag("--no-torch", f->skip_torch, "Measure geomx only");
+  cmd->add_option("--json", f->json_out, "Also write the results as JSON to this file");
+  cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2 --json out.json");
+  return cmd;
+}
+
+CLI::App* AddCommCommand(CLI::App* bench, BenchCommFlags* f) {
+  CLI::App* cmd = bench->add_subcommand(
+      "comm", "Parameter-server push+pull MB/s vs a raw ZeroMQ ping-pong on loopback, same run, ratio");
+  cmd->add_option("--sizes", f->sizes, "Message sizes in bytes (multiples of 4)")->delimiter(',');
+  cmd->add_option("--iterations", f->iterations, "Timed round trips per size (0 = by size)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--warmup", f->warmup, "Untimed round trips before each timing (-1 = auto)")
+      ->check(CLI::Range(-1, 100000));
+  cmd->add_option("--repeats", f->repeats, "Timings per size and path; medians are reported")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--json", f->json_out, "Also write the results as JSON to this file");
+  cmd->footer("Example:\n  geomx bench comm\n  geomx bench comm --sizes 4096,65536,4194304 --json comm.json");
+  return cmd;
+}
+
+}  // namespace
+
+void AddBenchCommands(CLI::App* app, BenchCommandLine* cl) {
+  cl->bench_cmd = app->add_subcommand(
+      "bench", "Benchmarks: `geomx bench kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ)");
+  AddBenchRecipeOptions(cl->bench_cmd, &cl->recipe);
+  cl->bench_cmd->footer(
+      "Example:\n  geomx bench recipes/bench_geo2x2.yaml --configs flat-ps,hips,hips+bsc --max-time 600"
+      "\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm");
+  cl->kernels_cmd = AddKernelsCommand(cl->bench_cmd, &cl->kernels);
+  cl->comm_cmd = AddCommCommand(cl->bench_cmd, &cl->comm);
+}
+
+bool BenchCommandChosen(const BenchCommandLine& cl) { return cl.bench_cmd != nullptr && cl.bench_cmd->parsed(); }
+
+Status RunBenchCommand(const BenchCommandLine& cl, const std::atomic<bool>* interrupted) {
+  if (cl.kernels_cmd != nullptr && cl.kernels_cmd->parsed()) return RunBenchKernelsCommand(cl.kernels, interrupted);
+  if (cl.comm_cmd != nullptr && cl.comm_cmd->parsed()) return RunBenchCommCommand(cl.comm);
+  if (cl.recipe.recipe.empty()) {
+    return Status::InvalidArgument(
+        "bench: give a RECIPE (geomx bench RECIPE --configs a,b), or one of the subcommands kernels, comm");
+  }
+  return RunBenchRecipe(cl.recipe, interrupted);
+}
+
+}  // namespace geomx::bench
