@@ -51,6 +51,10 @@ KvLink::~KvLink() {
   idle_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
+void KvLink::Stop() {
+  if (sender_) sender_->Stop();
+}
+
 void KvLink::Send(RawRequest request, RawDone done) {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -82,6 +82,10 @@ class KvLink {
   void SendRaw(RawRequest request, RawDone done);
   Result<std::vector<Bytes>> RequestRaw(RawRequest request);
 
+  // Drops the P3 slices still queued (their keys never complete) and stops the send queue; requests already
+  // sent stay in flight. Call before destroying the KvWorker under a link that may still have queued slices.
+  void Stop();
+
   KvWorker* kv() const { return kv_; }
   const KeyLayout& layout() const { return kv_->layout(); }
   const TierCodec& codec() const { return codec_; }

@@ -35,9 +35,12 @@ Result<std::unique_ptr<WorkerSession>> WorkerSession::Join(const ClusterConfig& 
 }
 
 WorkerSession::~WorkerSession() {
+  // Nothing new leaves once the KvWorker is gone: stop P3's queue, cancel what is in flight (the KvWorker answers
+  // its pending requests with kCancelled), then the links have nothing left to wait for.
+  if (link_) link_->Stop();
+  kv_.reset();
   link_.reset();
   aux_link_.reset();
-  kv_.reset();
   po_.reset();
 }
 

@@ -18,8 +18,6 @@
 namespace geomx::sync {
 namespace {
 
-constexpr const char* kTier = "esync";
-
 std::string FormatSeconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.9g", s);
