@@ -36,13 +36,6 @@ using cli::WriteFileAtomically;
 
 namespace {
 
-Result<std::string> ThisExecutable() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return Status::Internal("cannot find this executable (/proc/self/exe): " + ec.message());
-  return exe.string();
-}
-
 fs::path FindNextToSource(const std::string& rel) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -203,7 +196,7 @@ Status RunBenchRecipe(const BenchRecipeFlags& f, const std::atomic<bool>* interr
       std::printf("geomx bench: removed namespace %s left by a killed run\n", ns.c_str());
     }
   }
-  GEOMX_ASSIGN_OR_RETURN(std::string exe, ThisExecutable());
+  GEOMX_ASSIGN_OR_RETURN(std::string exe, cli::ThisExecutable());
   const fs::path ddp_script =
       f.ddp_script.empty() ? FindNextToSource("bench/peers/ddp_train.py") : fs::path(f.ddp_script);
 

@@ -12,10 +12,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
+#include <system_error>
 #include <utility>
 
 namespace geomx::cli {
+
+Result<std::string> ThisExecutable() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return Status::Internal("cannot find this executable (/proc/self/exe): " + ec.message());
+  return exe.string();
+}
 namespace {
 
 using Clock = std::chrono::steady_clock;

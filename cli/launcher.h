@@ -32,6 +32,9 @@
 
 namespace geomx::cli {
 
+// The path of the running executable (/proc/self/exe): what a launcher re-executes. kInternal when unreadable.
+Result<std::string> ThisExecutable();
+
 struct ChildSpec {
   std::string name;               // "dc-a/worker0": prefixes its output and names it in errors
   std::vector<std::string> argv;  // argv[0] is the program (a path, or a name looked up in PATH)

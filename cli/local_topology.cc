@@ -34,13 +34,6 @@ std::string ShellQuote(const std::string& arg) {
   return out + "'";
 }
 
-Result<std::string> ThisExecutable() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return Status::Internal("cannot find this executable (/proc/self/exe): " + ec.message());
-  return exe.string();
-}
-
 std::string LinkText(const comm::LinkOptions& link) {
   if (link.bandwidth_bps == 0 && link.latency_s == 0) return "not shaped";
   return (link.bandwidth_bps == 0 ? std::string("unlimited") : BandwidthText(link.bandwidth_bps)) + ", " +

@@ -1,7 +1,6 @@
 #include "comm/kv_link.h"
 
 #include <cstring>
-#include <future>
 #include <utility>
 
 #include "comm/compression/compressor.h"
@@ -276,15 +275,7 @@ void KvLink::PullSlice(uint64_t wire_key, int64_t round, SliceDone done) {
 
 void KvLink::SendRaw(RawRequest request, RawDone done) { Send(std::move(request), std::move(done)); }
 
-Result<std::vector<Bytes>> KvLink::RequestRaw(RawRequest request) {
-  std::promise<std::pair<Status, std::vector<Bytes>>> promise;
-  auto future = promise.get_future();
-  SendRaw(std::move(request), [&promise](Status s, std::vector<Bytes> v) {
-    promise.set_value({std::move(s), std::move(v)});
-  });
-  auto [status, values] = future.get();
-  if (!status.ok()) return status;
-  return values;
-}
+// Blocking: the caller waits, so the link cannot go away under the request; KvWorker's own call does the rest.
+Result<std::vector<Bytes>> KvLink::RequestRaw(RawRequest request) { return kv_->RequestRaw(std::move(request)); }
 
 }  // namespace geomx::comm

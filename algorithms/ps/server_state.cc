@@ -1,5 +1,7 @@
 #include "algorithms/ps/server_state.h"
 
+#include <cstdint>
+
 #include "nn/checkpoint.h"
 
 namespace geomx::ps {
@@ -54,6 +56,16 @@ Result<int64_t> StateScalarOf(const StateTensors& in, const std::string& name) {
     return Status::DataLoss("server state: " + name + " is not one int64");
   }
   return it->second.ToI64Vector()[0];
+}
+
+std::optional<uint64_t> StateIndexAfter(const std::string& name, const std::string& head) {
+  if (name.size() <= head.size() || name.compare(0, head.size(), head) != 0) return std::nullopt;
+  uint64_t v = 0;
+  for (size_t i = head.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || v > (UINT64_MAX - 9) / 10) return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return v;
 }
 
 }  // namespace geomx::ps

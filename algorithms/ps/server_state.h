@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "engine/base/status.h"
@@ -49,5 +50,8 @@ Tensor StateVector(const std::vector<float>& values);
 Result<std::vector<float>> StateVectorOf(const StateTensors& in, const std::string& name);
 Tensor StateScalar(int64_t value);
 Result<int64_t> StateScalarOf(const StateTensors& in, const std::string& name);
+// The decimal number that ends `name` right after `head` ("opt/w/17" with head "opt/w/" -> 17); nullopt for a
+// name that does not start with `head` or does not end in digits only.
+std::optional<uint64_t> StateIndexAfter(const std::string& name, const std::string& head);
 
 }  // namespace geomx::ps

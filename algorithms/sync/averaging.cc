@@ -1,7 +1,6 @@
 // The averaging machinery of hfa, diloco and esync (averaging.h has the round described).
 #include "algorithms/sync/averaging.h"
 
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
@@ -152,13 +151,9 @@ class AveragingLocalSink final : public comm::AggregateSink, public ps::ServerSt
     const std::string head = prefix + "milestone/";
     for (const auto& [name, t] : in) {
       if (name.rfind(head, 0) != 0) continue;
-      char* end = nullptr;
-      const std::string digits = name.substr(head.size());
-      const unsigned long long wk = std::strtoull(digits.c_str(), &end, 10);
-      if (digits.empty() || *end != '\0' || t.dtype() != DType::kF32) {
-        return Status::DataLoss("server state: bad milestone entry " + name);
-      }
-      milestones[wk] = t.ToFloatVector();
+      const std::optional<uint64_t> wk = ps::StateIndexAfter(name, head);
+      if (!wk || t.dtype() != DType::kF32) return Status::DataLoss("server state: bad milestone entry " + name);
+      milestones[*wk] = t.ToFloatVector();
     }
     std::lock_guard<std::mutex> lock(mu_);
     milestone_ = std::move(milestones);

@@ -1,7 +1,6 @@
 #include "algorithms/sync/dcasgd.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 namespace geomx::sync {
@@ -50,20 +49,6 @@ std::optional<std::vector<float>> DcAsgd::BackupForTesting(int sender, uint64_t 
   return it->second;
 }
 
-namespace {
-
-// "<prefix><middle><digits>" -> digits, or nullopt.
-std::optional<uint64_t> NumberAfter(const std::string& name, const std::string& head) {
-  if (name.rfind(head, 0) != 0 || name.size() == head.size()) return std::nullopt;
-  char* end = nullptr;
-  const std::string digits = name.substr(head.size());
-  const unsigned long long v = std::strtoull(digits.c_str(), &end, 10);
-  if (*end != '\0') return std::nullopt;
-  return v;
-}
-
-}  // namespace
-
 Status DcAsgd::SaveState(const std::string& prefix, ps::StateTensors* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t d = 0; d < backup_.size(); ++d) {
@@ -80,12 +65,13 @@ Status DcAsgd::RestoreState(const std::string& prefix, const ps::StateTensors& i
   std::map<uint64_t, std::vector<float>> mean_square;
   for (const auto& [name, t] : in) {
     if (t.dtype() != DType::kF32) continue;
-    if (auto key = NumberAfter(name, prefix + "ms/")) {
+    if (auto key = ps::StateIndexAfter(name, prefix + "ms/")) {
       mean_square[*key] = t.ToFloatVector();
       continue;
     }
     for (size_t d = 0; d < backup.size(); ++d) {
-      if (auto key = NumberAfter(name, prefix + "bak/" + std::to_string(d) + "/")) backup[d][*key] = t.ToFloatVector();
+      const std::string head = prefix + "bak/" + std::to_string(d) + "/";
+      if (auto key = ps::StateIndexAfter(name, head)) backup[d][*key] = t.ToFloatVector();
     }
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,6 +1,5 @@
 #include "algorithms/sync/server_optimizer.h"
 
-#include <cstdlib>
 #include <cstring>
 
 namespace geomx::sync {
@@ -82,13 +81,9 @@ Status ServerOptimizer::RestoreState(const std::string& prefix, const ps::StateT
   const std::string w_prefix = prefix + "w/", o_prefix = prefix + "opt/";
   for (const auto& [name, t] : in) {
     if (name.rfind(w_prefix, 0) == 0) {
-      char* end = nullptr;
-      const std::string digits = name.substr(w_prefix.size());
-      const unsigned long long key = std::strtoull(digits.c_str(), &end, 10);
-      if (digits.empty() || *end != '\0' || t.dtype() != DType::kF32) {
-        return Status::DataLoss("server state: bad weights entry " + name);
-      }
-      weights[key] = t.Clone();
+      const std::optional<uint64_t> key = ps::StateIndexAfter(name, w_prefix);
+      if (!key || t.dtype() != DType::kF32) return Status::DataLoss("server state: bad weights entry " + name);
+      weights[*key] = t.Clone();
     } else if (name.rfind(o_prefix, 0) == 0) {
       opt_state[name.substr(o_prefix.size())] = t.Clone();
     }
