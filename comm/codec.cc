@@ -1,5 +1,6 @@
 #include "comm/codec.h"
 
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -262,6 +263,12 @@ Status DecodeFields(std::string_view data, std::map<std::string, std::string>* f
     }
   }
   return Status::Ok();
+}
+
+std::string NumberField(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", value);
+  return buf;
 }
 
 }  // namespace geomx::comm

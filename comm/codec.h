@@ -31,5 +31,7 @@ std::string EncodeFields(const std::map<std::string, std::string>& fields);
 // kDataLoss for anything but one msgpack map whose keys and values are all strings, keys unique, no trailing
 // bytes. `*fields` is replaced (cleared first).
 Status DecodeFields(std::string_view data, std::map<std::string, std::string>* fields);
+// A number as a control field's text: the shortest "%.9g" form, which reads back to the same float.
+std::string NumberField(double value);
 
 }  // namespace geomx::comm

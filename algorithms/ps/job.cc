@@ -1,7 +1,6 @@
 #include "algorithms/ps/job.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 
 #include "comm/codec.h"
@@ -9,12 +8,6 @@
 
 namespace geomx::ps {
 namespace {
-
-std::string FloatText(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  return buf;
-}
 
 Status Number(const std::map<std::string, std::string>& f, const char* key, float* out) {
   auto it = f.find(key);
@@ -45,9 +38,9 @@ int64_t JobPlan::total_rounds() const {
 }
 
 std::map<std::string, std::string> OptimizerFields(const nn::OptimizerConfig& c) {
-  return {{"name", c.name},       {"lr", FloatText(c.lr)},       {"weight_decay", FloatText(c.weight_decay)},
-          {"momentum", FloatText(c.momentum)}, {"beta1", FloatText(c.beta1)}, {"beta2", FloatText(c.beta2)},
-          {"rho", FloatText(c.rho)},           {"eps", FloatText(c.eps)}};
+  return {{"name", c.name},       {"lr", comm::NumberField(c.lr)},       {"weight_decay", comm::NumberField(c.weight_decay)},
+          {"momentum", comm::NumberField(c.momentum)}, {"beta1", comm::NumberField(c.beta1)}, {"beta2", comm::NumberField(c.beta2)},
+          {"rho", comm::NumberField(c.rho)},           {"eps", comm::NumberField(c.eps)}};
 }
 
 Result<nn::OptimizerConfig> OptimizerFromFields(const std::map<std::string, std::string>& f) {
@@ -75,8 +68,8 @@ std::string EncodeJob(const JobDescription& job) {
   f["max_iterations"] = std::to_string(job.plan.max_iterations);
   f["schedule"] = job.schedule.name;
   f["schedule.step_epochs"] = std::to_string(job.schedule.step_epochs);
-  f["schedule.gamma"] = FloatText(job.schedule.gamma);
-  f["schedule.min_lr"] = FloatText(job.schedule.min_lr);
+  f["schedule.gamma"] = comm::NumberField(job.schedule.gamma);
+  f["schedule.min_lr"] = comm::NumberField(job.schedule.min_lr);
   f["schedule.warmup_iterations"] = std::to_string(job.schedule.warmup_iterations);
   f["rule"] = job.rule;
   return comm::EncodeFields(f);

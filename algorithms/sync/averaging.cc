@@ -173,10 +173,8 @@ class AveragingLocalServer final : public ServerPolicy {
   static Result<std::unique_ptr<ServerPolicy>> Create(const LocalServerArgs& args, int k2) {
     if (k2 < 1) return Status::InvalidArgument("sync.k2: must be >= 1, got " + std::to_string(k2));
     auto p = std::unique_ptr<AveragingLocalServer>(new AveragingLocalServer(args.upper, k2, args.observer));
-    comm::SyncAggregatorOptions opts;
-    opts.expected_senders = args.workers;
-    opts.tier = args.codec;
-    GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, &p->sink_));
+    GEOMX_ASSIGN_OR_RETURN(p->aggregator_,
+                           comm::SyncAggregator::Create(args.layout, LocalAggregatorOptions(args), &p->sink_));
     return std::unique_ptr<ServerPolicy>(std::move(p));
   }
   comm::ServerHandler* handler() override { return aggregator_.get(); }

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -17,12 +16,6 @@
 
 namespace geomx::sync {
 namespace {
-
-std::string FormatSeconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.9g", s);
-  return buf;
-}
 
 Result<int64_t> IntField(const std::map<std::string, std::string>& f, const char* key) {
   auto it = f.find(key);
@@ -162,7 +155,7 @@ Result<std::optional<std::vector<int>>> EsyncPlanner::Ask(int rank, int64_t roun
                                    std::to_string(round));
   }
   if (!std::isfinite(seconds) || seconds < 0) {
-    return Status::InvalidArgument("esync: worker " + std::to_string(rank) + " reported " + FormatSeconds(seconds) +
+    return Status::InvalidArgument("esync: worker " + std::to_string(rank) + " reported " + comm::NumberField(seconds) +
                                    " s per step");
   }
   asked_[rank] = seconds;
@@ -224,7 +217,7 @@ Result<std::map<std::string, std::string>> EsyncStateClient::Call(const std::str
   m.meta.recipient = comm::kSchedulerId;
   m.meta.round = round;
   m.meta.body = comm::EncodeFields(
-      {{"op", op}, {"rank", std::to_string(rank_)}, {"seconds", FormatSeconds(seconds)}, {"endpoint", endpoint_}});
+      {{"op", op}, {"rank", std::to_string(rank_)}, {"seconds", comm::NumberField(seconds)}, {"endpoint", endpoint_}});
   const std::string what = "esync state server (" + op + ", round " + std::to_string(round) + ")";
   Result<size_t> sent = van_->Send(comm::kSchedulerId, m);
   if (!sent.ok()) return sent.status().WithContext(what);

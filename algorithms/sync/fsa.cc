@@ -83,10 +83,8 @@ class FsaLocalServer final : public ServerPolicy {
  public:
   static Result<std::unique_ptr<ServerPolicy>> Create(const LocalServerArgs& args) {
     auto p = std::unique_ptr<FsaLocalServer>(new FsaLocalServer(args.upper));
-    comm::SyncAggregatorOptions opts;
-    opts.expected_senders = args.workers;
-    opts.tier = args.codec;
-    GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, &p->sink_));
+    GEOMX_ASSIGN_OR_RETURN(p->aggregator_,
+                           comm::SyncAggregator::Create(args.layout, LocalAggregatorOptions(args), &p->sink_));
     return std::unique_ptr<ServerPolicy>(std::move(p));
   }
   comm::ServerHandler* handler() override { return aggregator_.get(); }

@@ -22,6 +22,13 @@ Result<OptimizerPlacement> ParseOptimizerPlacement(std::string_view text) {
   return Status::InvalidArgument("optimizer.where: expected global-server or worker, got '" + std::string(text) + "'");
 }
 
+comm::SyncAggregatorOptions LocalAggregatorOptions(const LocalServerArgs& args) {
+  comm::SyncAggregatorOptions opts;
+  opts.expected_senders = args.workers;
+  opts.tier = args.codec;
+  return opts;
+}
+
 Status SyncMode::RunStateServer(const StateServerArgs&) const {
   return Status::InvalidArgument("this sync mode has no state server");
 }

@@ -33,6 +33,7 @@
 #include "algorithms/train/parameter_update.h"
 #include "algorithms/train/training_config.h"
 #include "comm/compression/link_plan.h"
+#include "comm/handlers/sync_aggregator.h"
 #include "comm/key_layout.h"
 #include "comm/kv_link.h"
 #include "comm/kv_server.h"
@@ -74,6 +75,9 @@ struct LocalServerArgs : ServerArgs {
   int workers = 1;                         // that data centre's workers (pushes per round)
   comm::KvLink* upper = nullptr;           // this local server's link into the global tier
 };
+
+// The options of a local server's SyncAggregator: one push per worker of its data centre, the tier's codec.
+comm::SyncAggregatorOptions LocalAggregatorOptions(const LocalServerArgs& args);
 
 // How an ESync worker reaches the state server (esync.h). Filled by the worker role.
 struct StateServerAccess {
