@@ -1,9 +1,28 @@
 #include "algorithms/catalogue.h"
 
+#include "algorithms/estimators/estimator.h"
+
 namespace geomx::algorithms {
 
-const std::vector<AlgorithmInfo>& Catalogue() {
-  static const std::vector<AlgorithmInfo> kCatalogue = {
+namespace {
+
+// Which registered estimators implement a catalogue entry.
+std::vector<std::string> EstimatorsOf(const std::string& id) {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> kMap = {
+      {"logreg", {"logreg"}}, {"svm", {"svm", "linear-svm"}}, {"svr", {"svr", "linear-svr"}},
+      {"ranksvm", {"ranksvm"}}, {"knn", {"knn"}}, {"kmeans", {"kmeans"}}, {"ftml", {"ftml"}}, {"ftrl", {"ftrl"}}};
+  std::vector<std::string> out;
+  for (const auto& [entry, names] : kMap) {
+    if (entry != id) continue;
+    for (const std::string& n : names) {
+      if (EstimatorRegistry::Find(n) != nullptr) out.push_back(n);
+    }
+  }
+  return out;
+}
+
+std::vector<AlgorithmInfo> Build() {
+  std::vector<AlgorithmInfo> kCatalogue = {
       {1, "gradient-descent", "cnn", "Convolutional Neural Network",
        "push per-layer gradients, pull weights (sum)", "model: {name: geomx-cnn} (also lenet5, resnet20)", true},
       {2, "gradient-descent", "rnn", "Recurrent Neural Network (LSTM)", "push gradients, pull weights (sum)", "",
@@ -36,7 +55,21 @@ const std::vector<AlgorithmInfo>& Catalogue() {
        false},
       {25, "incremental", "fine-tune", "Fine Tune", "gradients of unfrozen keys", "", false},
   };
+  for (AlgorithmInfo& a : kCatalogue) {
+    a.estimators = EstimatorsOf(a.id);
+    if (a.estimators.empty()) continue;
+    a.available = true;
+    a.recipe = "algorithm: {name: " + a.estimators[0] + "}";
+    for (size_t i = 1; i < a.estimators.size(); ++i) a.recipe += " (also " + a.estimators[i] + ")";
+  }
   return kCatalogue;
+}
+
+}  // namespace
+
+const std::vector<AlgorithmInfo>& Catalogue() {
+  static const std::vector<AlgorithmInfo> catalogue = Build();
+  return catalogue;
 }
 
 }  // namespace geomx::algorithms

@@ -15,10 +15,12 @@ struct AlgorithmInfo {
   std::string title;         // "Convolutional Neural Network"
   std::string distribution;  // what crosses the parameter server (push / pull / reducer)
   std::string recipe;        // how to train it in this build ("model: {name: geomx-cnn}"), empty when unavailable
-  bool available;            // trainable in this build
+  bool available;            // trainable in this build: set from the estimator registry (estimators/estimator.h)
+  std::vector<std::string> estimators;  // the registered estimators that implement it ("svm", "linear-svm")
 };
 
-// All 25 entries, in GeoMX's order.
+// All 25 entries, in GeoMX's order. An entry is available when one of its estimators is registered (or it is the
+// CNN, trained through `model:`).
 const std::vector<AlgorithmInfo>& Catalogue();
 
 }  // namespace geomx::algorithms

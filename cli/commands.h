@@ -9,7 +9,8 @@
 
 namespace geomx::cli {
 
-// `geomx eval CHECKPOINT RECIPE`: test accuracy of a checkpoint (a .ckpt file or a run folder -> its last one).
+// `geomx eval RUN [RECIPE]`: test metrics of a run folder (neural: its last checkpoint; algorithm: its model.gxm) or
+// of a .ckpt file. Without RECIPE, RUN must be a run folder (its recipe.yaml is used).
 Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe, const std::vector<std::string>& sets,
                       bool json);
 
@@ -18,8 +19,8 @@ Status RunDataListCommand();
 // `geomx data inspect FILE`: format, counts, shapes, class histogram.
 Status RunDataInspectCommand(const std::string& path);
 
-// `geomx algos`: the algorithm catalogue.
-Status RunAlgosCommand(bool all);
+// `geomx algos [NAME]`: the algorithm catalogue; with NAME, one trainable algorithm and its parameters.
+Status RunAlgosCommand(bool all, const std::string& name);
 // `geomx version`: version, build options, library versions.
 Status RunVersionCommand();
 

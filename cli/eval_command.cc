@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/estimator_run.h"
 #include "cli/json_writer.h"
 #include "cli/recipe.h"
 #include "cli/run_dir.h"
@@ -14,9 +15,19 @@ namespace fs = std::filesystem;
 
 Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe_path,
                       const std::vector<std::string>& sets, bool json) {
-  GEOMX_ASSIGN_OR_RETURN(Recipe recipe, LoadRecipe(recipe_path, sets));
-  fs::path ckpt = checkpoint;
   std::error_code ec;
+  std::string path = recipe_path;
+  if (path.empty()) {  // a run folder carries its resolved recipe
+    const fs::path recorded = fs::path(checkpoint) / "recipe.yaml";
+    if (!fs::is_directory(checkpoint, ec) || !fs::exists(recorded, ec)) {
+      return Status::InvalidArgument("eval " + checkpoint +
+                                     ": give the RECIPE the model was trained with (only a run folder holds its own)");
+    }
+    path = recorded.string();
+  }
+  GEOMX_ASSIGN_OR_RETURN(Recipe recipe, LoadRecipe(path, sets));
+  if (recipe.has_algorithm) return EvalAlgorithmRun(checkpoint, recipe, json);
+  fs::path ckpt = checkpoint;
   if (fs::is_directory(ckpt, ec)) {
     GEOMX_ASSIGN_OR_RETURN(ckpt, RunDir::LastCheckpoint(ckpt));
   } else if (!fs::exists(ckpt, ec)) {

@@ -6,12 +6,14 @@
 #include <atomic>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_commands.h"
 #include "cli/commands.h"
+#include "cli/estimator_run.h"
 #include "cli/role_command.h"
 #include "cli/train_command.h"
 #include "engine/base/logging.h"
@@ -97,12 +99,25 @@ int main(int argc, char** argv) {
   std::string eval_ckpt, eval_recipe;
   std::vector<std::string> eval_sets;
   bool eval_json = false;
-  CLI::App* eval_cmd = app.add_subcommand("eval", "Test accuracy of a checkpoint");
-  eval_cmd->add_option("checkpoint", eval_ckpt, "A .ckpt file or a run folder (its last checkpoint)")->required();
-  eval_cmd->add_option("recipe", eval_recipe, "The recipe the model was trained with")->required();
+  CLI::App* eval_cmd = app.add_subcommand("eval", "Test metrics of a trained run (or a checkpoint)");
+  eval_cmd->add_option("run", eval_ckpt, "A run folder (its last checkpoint or model.gxm) or a .ckpt file")
+      ->required();
+  eval_cmd->add_option("recipe", eval_recipe, "The recipe (default: the run folder's recipe.yaml)");
   eval_cmd->add_option("--set", eval_sets, "Override a recipe key (repeatable)");
   eval_cmd->add_flag("--json", eval_json, "Print the result as JSON");
-  eval_cmd->footer("Example:\n  geomx eval runs/quickstart-20261121-101500 recipes/quickstart.yaml");
+  eval_cmd->footer("Example:\n  geomx eval runs/quickstart-20261121-101500\n"
+                   "  geomx eval runs/try1/checkpoints/ckpt-1875.ckpt recipes/quickstart.yaml");
+
+  // predict
+  std::string predict_run, predict_input, predict_out;
+  int predict_threads = 0;
+  CLI::App* predict_cmd = app.add_subcommand("predict", "Predictions of a trained classical algorithm for a file");
+  predict_cmd->add_option("run", predict_run, "Run folder of an algorithm recipe (or its model.gxm)")->required();
+  predict_cmd->add_option("input", predict_input, "csv or libsvm file in the training data's layout")->required();
+  predict_cmd->add_option("--out", predict_out, "Output CSV (one line per input row)")->required();
+  predict_cmd->add_option("--threads", predict_threads, "Compute threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024));
+  predict_cmd->footer("Example:\n  geomx predict runs/svr-friedman1 data/new.csv --out predictions.csv");
 
   // data
   CLI::App* data_cmd = app.add_subcommand("data", "Datasets: list, inspect");
@@ -122,9 +137,11 @@ int main(int argc, char** argv) {
 
   // algos, version
   bool algos_all = false;
+  std::string algos_name;
   CLI::App* algos_cmd = app.add_subcommand("algos", "The algorithm catalogue (GeoMX's 25) and built-in models");
+  algos_cmd->add_option("name", algos_name, "Show one trainable algorithm with its parameters");
   algos_cmd->add_flag("--all", algos_all, "Also list the algorithms planned but not yet trainable");
-  algos_cmd->footer("Example:\n  geomx algos --all");
+  algos_cmd->footer("Example:\n  geomx algos --all\n  geomx algos svm");
   CLI::App* version_cmd = app.add_subcommand("version", "Version and build options");
   version_cmd->footer("Example:\n  geomx version");
 
@@ -191,7 +208,11 @@ int main(int argc, char** argv) {
                             "Install Debian's dataset packages (apt-get install dataset-fashion-mnist) or point "
                             "data.path at local files; see `geomx data list`.");
   } else if (algos_cmd->parsed()) {
-    status = geomx::cli::RunAlgosCommand(algos_all);
+    status = geomx::cli::RunAlgosCommand(algos_all, algos_name);
+  } else if (predict_cmd->parsed()) {
+    status = geomx::cli::RunPredictCommand(
+        predict_run, predict_input, predict_out,
+        predict_threads > 0 ? predict_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   } else if (version_cmd->parsed()) {
     status = geomx::cli::RunVersionCommand();
   } else if (serve_cmd->parsed() && serve.role == "worker") {

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+#include "algorithms/estimators/estimator.h"
 #include "cli/recipe_schema.h"
 #include "cli/sync_rules.h"
 #include "cli/topology_rules.h"
@@ -161,6 +162,18 @@ class RecipeReader {
       Error(o, "", "expected key.path=value, e.g. --set data.batch_size=64");
       return;
     }
+    if (path.rfind("algorithm.", 0) == 0) {
+      recipe_.has_algorithm = true;
+      const std::string name = path.substr(10);
+      if (!name.empty() && name.find('.') == std::string::npos && FindRecipeKey(path) == nullptr) {
+        origins_[path] = o;
+        std::string text = flag.substr(eq + 1);
+        text.erase(0, text.find_first_not_of(" \t"));
+        text.erase(text.find_last_not_of(" \t") + 1);
+        recipe_.algorithm.params[name] = text;
+        return;
+      }
+    }
     if (IsTopologyPath(path)) {
       origins_.emplace("topology", o);  // a flag that gives the recipe its topology is where topology errors point
       recipe_.has_topology = true;
@@ -201,11 +214,16 @@ class RecipeReader {
       auto has_error = [this](const std::string& path) { return bad_paths_.count(path) > 0; };
       for (const TopologyRuleViolation& v : CheckSyncRules(recipe_, has_error)) Error(OriginOf(v.at), v.path, v.message);
     }
+    if (recipe_.has_algorithm) CheckAlgorithm();
     const Recipe& r = recipe_;
     if (r.training.stop_at_target && r.training.target_accuracy <= 0 &&
         Clean({"training.stop_at_target", "training.target_accuracy"})) {
       Error(OriginOf({"training.stop_at_target"}), "training.stop_at_target",
             "needs training.target_accuracy > 0 (the accuracy to stop at)");
+    }
+    if ((r.data.name == "friedman1" || r.data.name == "letor-synthetic") && !r.has_algorithm && Clean({"data.name"})) {
+      Error(OriginOf({"data.name"}), "data.name",
+            r.data.name + " is a generated table for classical algorithms; add an `algorithm` section");
     }
     if ((r.data.name == "csv" || r.data.name == "libsvm") && r.data.path == "auto" &&
         Clean({"data.name", "data.path"})) {
@@ -323,6 +341,7 @@ class RecipeReader {
         continue;
       }
       if (IsTopologyPath(path)) recipe_.has_topology = true;
+      if (path == "algorithm") recipe_.has_algorithm = true;
       if (IsRecipeSection(path)) {
         origins_[path] = key_origin;
         if (v.IsMap()) {
@@ -339,8 +358,24 @@ class RecipeReader {
         });
         continue;
       }
+      if (section == "algorithm") {  // the estimator's parameters, checked against it in CrossCheck
+        ReadAlgorithmParam(name, v, key_origin);
+        continue;
+      }
       Error(key_origin, path, UnknownKeyMessage(section, name));
     }
+  }
+
+  // One parameter of the `algorithm` section: a scalar, kept as text until the estimator is known.
+  void ReadAlgorithmParam(const std::string& name, const YAML::Node& v, const Origin& key_origin) {
+    const std::string path = "algorithm." + name;
+    const Origin origin = v.IsNull() ? key_origin : FileOrigin(v.Mark());
+    origins_[path] = origin;
+    if (!v.IsScalar()) {
+      Error(origin, path, "expected a single value, got " + Describe(v));
+      return;
+    }
+    recipe_.algorithm.params[name] = v.Scalar();
   }
 
   static std::string UnknownKeyMessage(const std::string& section, const std::string& name) {
@@ -459,6 +494,39 @@ class RecipeReader {
         }
         Error(key_origin, item_path + "." + name, UnknownKeyMessage(section, name));
       }
+    }
+  }
+
+  // An `algorithm` recipe: the parameters against the estimator's specs (each error at its key), no `model`
+  // section beside it, data that fits the estimator's task. On success the params hold every parameter.
+  void CheckAlgorithm() {
+    if (origins_.count("model") > 0) {
+      Error(OriginOf({"model"}), "model",
+            "a recipe trains either a neural `model` or a classical `algorithm`; remove one of the two sections");
+    }
+    if (!Clean({"algorithm.name"})) return;
+    const algorithms::EstimatorDef* def = algorithms::EstimatorRegistry::Find(recipe_.algorithm.name);
+    if (def == nullptr) return;  // the allowed-values check has reported it
+    std::vector<algorithms::ParamProblem> problems;
+    algorithms::ParamValues values = algorithms::ResolveParams(def->params, recipe_.algorithm.params, &problems);
+    for (const algorithms::ParamProblem& p : problems) {
+      std::string message = p.message;
+      if (message.rfind("unknown parameter", 0) == 0) message += " for " + def->name;
+      Error(OriginOf({"algorithm." + p.name, "algorithm"}), "algorithm." + p.name, message);
+    }
+    if (problems.empty()) recipe_.algorithm.params = values.texts();
+    const data::TableTask task = def->task;
+    const std::string& d = recipe_.data.name;
+    const bool numeric_targets = task == data::TableTask::kRegression || task == data::TableTask::kRanking;
+    const bool table_file = d == "csv" || d == "libsvm";
+    if (Clean({"data.name"}) && ((numeric_targets && !table_file && d != "friedman1" && d != "letor-synthetic") ||
+                                 (d == "friedman1" && task != data::TableTask::kRegression) ||
+                                 (d == "letor-synthetic" && task != data::TableTask::kRanking))) {
+      Error(OriginOf({"data.name", "data"}), "data.name",
+            d + " does not suit " + def->name + ", a " + data::TableTaskName(task) + " algorithm" +
+                (task == data::TableTask::kRegression  ? " (use csv, libsvm or friedman1)"
+                 : task == data::TableTask::kRanking ? " (use libsvm with qid:, or letor-synthetic)"
+                                                     : ""));
     }
   }
 

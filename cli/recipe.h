@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,14 @@ struct AcceleratorsConfig {
   int64_t p3_slice_elements = 40000; // accelerators.p3.slice_elements
 };
 
+// Recipe section `algorithm` (docs/algorithms.md): a classical estimator (algorithms/estimators/) trained instead
+// of the neural `model`. Its keys besides `name` are the estimator's parameters, validated against its ParamSpecs;
+// after parsing, `params` holds every parameter of the estimator (defaults filled in) as canonical text.
+struct AlgorithmConfig {
+  std::string name = "logreg";
+  std::map<std::string, std::string> params;
+};
+
 struct Recipe {
   std::string source;        // file the recipe came from ("<string>" when parsed from text)
   std::string name = "run";  // [A-Za-z0-9._-]+, used in the run folder name
@@ -65,6 +74,9 @@ struct Recipe {
   // has_topology: a recipe without the section trains in one process, as before.
   bool has_topology = false;
   comm::Topology topology;
+  // True when the recipe has an `algorithm` section: it trains that estimator, and `model`/`optimizer` are unused.
+  bool has_algorithm = false;
+  AlgorithmConfig algorithm;
 };
 
 // Reads and validates `path`, then applies `overrides` ("a.b=c", the --set flags; a bad key or a value of the

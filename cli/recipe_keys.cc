@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "algorithms/estimators/estimator.h"
 #include "algorithms/sync/sync_mode.h"
 #include "cli/recipe_schema.h"
 #include "cli/recipe_units.h"
@@ -26,6 +27,13 @@ std::vector<std::string_view> SyncModeNames() {
   std::vector<std::string_view> names;
   for (const sync::SyncModeDef* def : sync::SyncModeRegistry::All()) names.push_back(def->name);
   std::stable_partition(names.begin(), names.end(), [](std::string_view n) { return n == sync::SyncSettings{}.mode; });
+  return names;
+}
+
+// The trainable classical estimators (algorithms/estimators/estimator.h registry), sorted.
+std::vector<std::string_view> EstimatorNames() {
+  std::vector<std::string_view> names;
+  for (const algorithms::EstimatorDef* def : algorithms::EstimatorRegistry::All()) names.push_back(def->name);
   return names;
 }
 
@@ -109,9 +117,16 @@ std::vector<RecipeKey> BuildTable() {
       {.path = "model.init", .field = [](R r) -> F { return &r.model.init; }, .allowed = {"kaiming", "xavier"},
        .noun = "init", .help = "Weight initialisation of conv and linear layers."},
 
+      {.path = "algorithm.name", .field = [](R r) -> F { return &r.algorithm.name; },
+       .allowed = EstimatorNames(), .noun = "algorithm",
+       .help = "A classical algorithm to train instead of a `model` (docs/algorithms.md). The section's other "
+       "keys are its parameters (`geomx algos NAME` lists them)."},
+
       {.path = "data.name", .field = [](R r) -> F { return &r.data.name; },
-       .allowed = {"mnist", "fashion-mnist", "cifar10", "csv", "libsvm", "image-folder", "synthetic"},
-       .noun = "dataset", .help = "The dataset (its format)."},
+       .allowed = {"mnist", "fashion-mnist", "cifar10", "csv", "libsvm", "image-folder", "synthetic", "friedman1",
+                   "letor-synthetic"},
+       .noun = "dataset", .help = "The dataset (its format). friedman1 (regression) and letor-synthetic (ranking) are "
+       "generated tables for `algorithm` recipes (sizes from synthetic_train/test, seed from synthetic_seed)."},
       {.path = "data.path", .field = [](R r) -> F { return &r.data.path; },
        .help = "Directory of the dataset (idx, cifar10; image-folder: holding train/ and test/), or `auto` "
        "(well-known places such as /usr/share/datasets/<name>). csv, libsvm: the training file.",
@@ -160,6 +175,13 @@ std::vector<RecipeKey> BuildTable() {
       {.path = "data.synthetic_seed", .field = [](R r) -> F { return &r.data.synthetic_seed; },
        .help = "synthetic: seed of the class centres and examples (the same seed gives the same data; "
        "independent of `seed`).", .allowed_doc = "0 .. 2^64-1"},
+      {.path = "data.scale", .field = [](R r) -> F { return &r.data.scale; },
+       .allowed = {"none", "standard", "minmax", "maxabs"}, .noun = "scaling",
+       .help = "algorithm recipes: column scaling fitted on the training set and saved with the model (standard: "
+       "zero mean, unit variance; sparse tables are not centred; minmax: [0, 1]; maxabs: [-1, 1])."},
+      {.path = "data.max_train_examples", .field = [](R r) -> F { return &r.data.max_train_examples; },
+       .range = AtLeast(0),
+       .help = "algorithm recipes: train on a fixed-seed random subsample of this many examples; 0 = all."},
 
       {.path = "optimizer.name", .field = [](R r) -> F { return &r.optimizer.name; },
        .allowed = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam", "adamw"},

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/recipe.h"
+#include "engine/base/closest_name.h"
 #include "comm/topology.h"
 
 namespace geomx::cli {
@@ -130,8 +131,7 @@ std::string RecipeAllowedText(const RecipeKey& key);
 // The Markdown key reference of docs/recipes.md (one table per section, generated from the table).
 std::string RecipeSchemaMarkdown();
 
-// The candidate closest to `word` by edit distance (adjacent swaps count 1), if close enough to be a plausible
-// typo; "" otherwise.
-std::string ClosestName(std::string_view word, const std::vector<std::string>& candidates);
+// "Did you mean" for recipe keys and flag values (engine/base/closest_name.h).
+using ::geomx::ClosestName;
 
 }  // namespace geomx::cli

@@ -18,6 +18,10 @@ std::string RecipeToYaml(const Recipe& recipe) {
   for (const RecipeKey& key : RecipeKeys()) {
     // A recipe without a topology trains in one process; printing one would change that.
     if (IsRecipeItemKey(key) || (IsTopologyPath(key.path) && !recipe.has_topology)) continue;
+    // An algorithm recipe has no network: printing `model` or `optimizer` would add a section it must not have.
+    const bool algorithm_key = key.path.rfind("algorithm.", 0) == 0;
+    if (algorithm_key != recipe.has_algorithm && (algorithm_key || key.path.rfind("model.", 0) == 0)) continue;
+    if (recipe.has_algorithm && key.path.rfind("optimizer.", 0) == 0) continue;
     std::vector<std::string> parts;
     std::string_view p = key.path;
     for (size_t dot = p.find('.'); dot != std::string_view::npos; p.remove_prefix(dot + 1), dot = p.find('.')) {
@@ -45,6 +49,9 @@ std::string RecipeToYaml(const Recipe& recipe) {
       continue;
     }
     out += indent + std::string(p) + ": " + RecipeValueText(key, recipe) + "\n";
+    if (key.path == "algorithm.name") {
+      for (const auto& [name, value] : recipe.algorithm.params) out += indent + name + ": " + value + "\n";
+    }
   }
   return out;
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/cluster.h"
+#include "cli/estimator_run.h"
 #include "cli/json_writer.h"
 #include "cli/local_topology.h"
 #include "cli/progress.h"
@@ -114,6 +115,7 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
     if (flags.recipe.empty()) return Status::InvalidArgument("train: a RECIPE file is required (or --resume DIR)");
     GEOMX_ASSIGN_OR_RETURN(recipe, LoadRecipe(flags.recipe, flags.sets));
   }
+  if (recipe.has_algorithm) return RunAlgorithmTraining(flags, recipe, interrupted);
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
   nn::Module& model = *setup.model;
   auto opt_or = nn::CreateOptimizer(recipe.optimizer);

@@ -10,7 +10,8 @@ namespace geomx::data {
 enum class PartitionKind : uint8_t { kIid, kByClass, kDirichlet };
 
 struct DataConfig {
-  // mnist | fashion-mnist | cifar10 | csv | libsvm | image-folder | synthetic (DatasetNames())
+  // mnist | fashion-mnist | cifar10 | csv | libsvm | image-folder | synthetic (DatasetNames()); the table-only
+  // generators friedman1 (regression) and letor-synthetic (ranking) serve classical algorithms (OpenTable)
   std::string name = "fashion-mnist";
   // Directory (idx, cifar10, image-folder: containing train/ and test/) or "auto" (well-known locations,
   // e.g. /usr/share/datasets/fashion-mnist). For csv/libsvm: the training file; `test_path` the test file.
@@ -34,8 +35,12 @@ struct DataConfig {
   // synthetic: a deterministic Gaussian-blob classification set
   int64_t synthetic_train = 2048, synthetic_test = 512;
   int synthetic_classes = 10;
-  std::vector<int64_t> synthetic_shape = {1, 8, 8};  // one example's shape
+  std::vector<int64_t> synthetic_shape = {1, 8, 8};  // one example's shape (letor-synthetic: features per document)
   uint64_t synthetic_seed = 1234;                    // the same seed gives the same class centres and examples
+  // Classical algorithms (datasets/table.h): column scaling fitted on the training table (none | standard |
+  // minmax | maxabs) and a cap on training rows (0 = all; a fixed-seed random subsample).
+  std::string scale = "none";
+  int64_t max_train_examples = 0;
 };
 
 }  // namespace geomx::data

@@ -74,6 +74,7 @@ Status ParseLibsvmLine(std::string_view line, const std::string& file, int line_
     table->max_index = std::max(table->max_index, index);
   }
   table->labels.emplace_back(label);
+  table->lines.push_back(line_no);
   table->qids.push_back(qid);
   table->row_ptr.push_back(static_cast<int64_t>(table->cols.size()));
   return Status::Ok();
@@ -151,11 +152,6 @@ class LibsvmDataset final : public Dataset {
   std::vector<int32_t> labels_;
 };
 
-Result<LibsvmTable> ReadLibsvm(const std::string& path) {
-  GEOMX_ASSIGN_OR_RETURN(FileBytes file, ReadDataFile(path));
-  const std::string_view text(reinterpret_cast<const char*>(file.bytes.data()), file.bytes.size());
-  return ParseLibsvm(text, path);
-}
 
 std::shared_ptr<const Dataset> MakeLibsvmDataset(LibsvmTable table, const LabelEncoder& encoder, int64_t num_features,
                                                  const std::string& path) {
@@ -178,7 +174,7 @@ Status CheckWidth(const LibsvmTable& t, int64_t width, const std::string& path) 
   for (int64_t r = 0; r < t.rows(); ++r) {
     for (int64_t k = t.row_ptr[static_cast<size_t>(r)]; k < t.row_ptr[static_cast<size_t>(r) + 1]; ++k) {
       if (t.cols[static_cast<size_t>(k)] >= width) {
-        return Status::InvalidArgument(path + ": example " + std::to_string(r) + " has feature index " +
+        return Status::InvalidArgument(Where(path, t.lines[static_cast<size_t>(r)]) + "feature index " +
                                        std::to_string(t.cols[static_cast<size_t>(k)] + 1) +
                                        " above data.num_features = " + std::to_string(width));
       }
@@ -227,5 +223,12 @@ GEOMX_REGISTER(DatasetRegistry, "libsvm", OpenLibsvm,
 }  // namespace
 
 void LinkLibsvmDataset() {}
+
+Result<LibsvmTable> ReadLibsvm(const std::string& path) {
+  GEOMX_ASSIGN_OR_RETURN(FileBytes file, ReadDataFile(path));
+  const std::string_view text(reinterpret_cast<const char*>(file.bytes.data()), file.bytes.size());
+  return ParseLibsvm(text, path);
+}
+
 
 }  // namespace geomx::data

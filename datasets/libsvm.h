@@ -17,6 +17,7 @@ struct LibsvmTable {
   std::vector<float> values;
   std::vector<std::string> labels;  // label text per row (LabelEncoder makes ids)
   std::vector<int64_t> qids;        // per row; -1 where the line has no qid
+  std::vector<int> lines;           // per row: its 1-based line in the file (for error messages)
   bool has_qid = false;             // some line had a qid
   int64_t max_index = 0;            // largest 1-based feature index seen
   int64_t rows() const { return static_cast<int64_t>(labels.size()); }
@@ -29,5 +30,7 @@ bool LooksLikeLibsvm(std::string_view text);
 // (kInvalidArgument, "file:line: ..."): a malformed "index:value" pair, an index below 1 or above 2^31-1, a bad
 // qid, a non-numeric value; kInvalidArgument for a file without examples.
 Result<LibsvmTable> ParseLibsvm(std::string_view text, const std::string& file);
+// ReadDataFile (gzip or plain) + ParseLibsvm.
+Result<LibsvmTable> ReadLibsvm(const std::string& path);
 
 }  // namespace geomx::data

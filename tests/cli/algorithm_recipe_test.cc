@@ -1,0 +1,164 @@
+// Recipes with an `algorithm` section (cli/recipe.h AlgorithmConfig) and the geomx commands that use them: train,
+// eval, predict, algos. The recipe tests parse in-process; the end-to-end ones run the built binary in a scratch
+// folder on a small CSV file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli/recipe.h"
+#include "tests/cli/recipe_test_util.h"
+#include "tests/testutil.h"
+
+namespace geomx::cli {
+namespace {
+
+using recipe_testing::ErrorLines;
+using recipe_testing::Lines;
+using recipe_testing::MustParse;
+using testing::RunGeomx;
+using testing::ScratchDir;
+using testing::WriteFile;
+
+bool HasLine(const Lines& lines, const std::string& text) {
+  for (const std::string& l : lines) {
+    if (l == text) return true;
+  }
+  return false;
+}
+
+std::string JoinLines(const Lines& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+TEST(AlgorithmRecipeTest, ParamsAreResolvedWithDefaultsAndPrintedBack) {
+  const Recipe r = MustParse("algorithm:\n  name: logreg\n  C: 0.5\ndata: {name: fashion-mnist, scale: standard}\n");
+  EXPECT_TRUE(r.has_algorithm);
+  EXPECT_EQ(r.algorithm.name, "logreg");
+  ASSERT_EQ(r.algorithm.params.count("C"), 1u);
+  EXPECT_EQ(r.algorithm.params.at("C"), "0.5");
+  EXPECT_GT(r.algorithm.params.size(), 1u) << "defaults are filled in";
+  EXPECT_EQ(r.data.scale, "standard");
+  const std::string yaml = RecipeToYaml(r);
+  EXPECT_NE(yaml.find("algorithm:\n  name: logreg\n"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("\nmodel:"), std::string::npos) << "an algorithm recipe prints no model section\n" << yaml;
+  const Recipe again = MustParse(yaml);
+  EXPECT_EQ(again.algorithm.params, r.algorithm.params);
+  EXPECT_EQ(RecipeToYaml(again), yaml);
+  // A neural recipe prints no algorithm section.
+  EXPECT_EQ(RecipeToYaml(MustParse("model: {name: mlp}\n")).find("algorithm"), std::string::npos);
+}
+
+TEST(AlgorithmRecipeTest, SetFlagsReachParameters) {
+  const Recipe r = MustParse("algorithm: {name: logreg}\n", {"algorithm.C=4", "algorithm.name=logreg"});
+  EXPECT_EQ(r.algorithm.params.at("C"), "4");
+  const Recipe s = MustParse("", {"algorithm.name=kmeans", "algorithm.n_clusters=3"});
+  EXPECT_TRUE(s.has_algorithm);
+  EXPECT_EQ(s.algorithm.params.at("n_clusters"), "3");
+}
+
+TEST(AlgorithmRecipeTest, ErrorsNameFileLineColumnWithHints) {
+  const Lines lines = ErrorLines("algorithm:\n  name: logreg\n  c: 1\n  C: -2\n");
+  EXPECT_TRUE(HasLine(lines, "r.yaml:3:6: algorithm.c: unknown parameter (did you mean 'C'?) for logreg"))
+      << JoinLines(lines);
+  bool range = false;
+  for (const auto& l : lines) range |= l.rfind("r.yaml:4:6: algorithm.C: must be", 0) == 0;
+  EXPECT_TRUE(range) << JoinLines(lines);
+  const Lines unknown = ErrorLines("algorithm: {name: logreq}\n");
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_NE(unknown[0].find("did you mean 'logreg'"), std::string::npos) << unknown[0];
+  const Lines both = ErrorLines("model: {name: mlp}\nalgorithm: {name: logreg}\n");
+  ASSERT_EQ(both.size(), 1u);
+  EXPECT_NE(both[0].find("either a neural `model` or a classical `algorithm`"), std::string::npos) << both[0];
+  const Lines task = ErrorLines("algorithm: {name: linear-svr}\ndata: {name: fashion-mnist}\n");
+  ASSERT_EQ(task.size(), 1u);
+  EXPECT_NE(task[0].find("fashion-mnist does not suit linear-svr, a regression algorithm"), std::string::npos)
+      << task[0];
+  EXPECT_EQ(ErrorLines("data: {name: friedman1}\n").size(), 1u);  // a generated table needs an algorithm
+  const Lines flag = ErrorLines("algorithm: {name: logreg}\n", {"algorithm.penalty=l3"});
+  ASSERT_EQ(flag.size(), 1u);
+  EXPECT_EQ(flag[0].rfind("--set algorithm.penalty=l3: algorithm.penalty: unknown value 'l3'", 0), 0u) << flag[0];
+}
+
+// A small two-class CSV table: class "pos" when x0 + x1 > 1.
+std::string CsvTable(int rows, bool with_label = true) {
+  std::string text = with_label ? "x0,x1,x2,label\n" : "x0,x1,x2\n";
+  for (int i = 0; i < rows; ++i) {
+    const double x0 = (i * 37 % 101) / 100.0, x1 = (i * 53 % 97) / 96.0, x2 = (i % 7) / 7.0;
+    text += std::to_string(x0) + "," + std::to_string(x1) + "," + std::to_string(x2);
+    if (with_label) text += x0 + x1 > 1 ? ",pos" : ",neg";
+    text += "\n";
+  }
+  return text;
+}
+
+TEST(AlgorithmCliTest, TrainEvalPredictAlgos) {
+  ScratchDir dir;
+  WriteFile(dir / "t.csv", CsvTable(300));
+  WriteFile(dir / "r.yaml",
+            "name: lr\nthreads: 2\nalgorithm: {name: logreg, C: 10}\n"
+            "data: {name: csv, path: t.csv, test_fraction: 0.25, scale: standard}\n");
+  auto train = RunGeomx("train r.yaml --out run1", dir.path());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  for (const char* f : {"recipe.yaml", "summary.json", "model.gxm", "metrics.jsonl"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir / "run1" / f)) << f;
+  }
+  const std::string summary = testing::ReadFile(dir / "run1" / "summary.json");
+  EXPECT_NE(summary.find("\"status\": \"completed\""), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"accuracy\": "), std::string::npos) << summary;
+
+  auto eval = RunGeomx("eval run1 --json", dir.path());
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_NE(eval.output.find("\"accuracy\": "), std::string::npos) << eval.output;
+
+  WriteFile(dir / "new.csv", CsvTable(20));
+  auto predict = RunGeomx("predict run1 new.csv --out p.csv", dir.path());
+  ASSERT_EQ(predict.exit_code, 0) << predict.output;
+  const std::string p = testing::ReadFile(dir / "p.csv");
+  EXPECT_EQ(p.rfind("prediction", 0), 0u) << p;
+  EXPECT_EQ(std::count(p.begin(), p.end(), '\n'), 21);
+  int right = 0;
+  for (int i = 0; i < 20; ++i) {
+    const double x0 = (i * 37 % 101) / 100.0, x1 = (i * 53 % 97) / 96.0;
+    const size_t line = p.find('\n') + 1;
+    size_t at = line;
+    for (int k = 0; k < i; ++k) at = p.find('\n', at) + 1;
+    right += p.compare(at, 3, x0 + x1 > 1 ? "pos" : "neg") == 0;
+  }
+  EXPECT_GE(right, 17) << p;
+
+  // A row with a feature too many is a user error naming the file; nothing is written.
+  WriteFile(dir / "wide.csv", "a,b,c,d,label\n1,2,3,4,pos\n");
+  auto wide = RunGeomx("predict run1 wide.csv --out w.csv", dir.path());
+  EXPECT_EQ(wide.exit_code, 2) << wide.output;
+  EXPECT_NE(wide.output.find("wide.csv: 4 features per row, the model was trained on 3"), std::string::npos)
+      << wide.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "w.csv"));
+
+  auto algos = RunGeomx("algos logreg");
+  ASSERT_EQ(algos.exit_code, 0) << algos.output;
+  EXPECT_NE(algos.output.find("penalty"), std::string::npos) << algos.output;
+  auto typo = RunGeomx("algos logreq");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.output.find("did you mean 'logreg'"), std::string::npos) << typo.output;
+}
+
+TEST(AlgorithmCliTest, BadDataIsAUserErrorWithoutARunFolder) {
+  ScratchDir dir;
+  WriteFile(dir / "one.csv", "x,label\n1,a\n2,a\n3,a\n4,a\n");
+  WriteFile(dir / "r.yaml", "algorithm: {name: logreg}\ndata: {name: csv, path: one.csv}\n");
+  auto r = RunGeomx("train r.yaml --out run", dir.path());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("only one class"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+  WriteFile(dir / "bad.txt", "1 0:3\n");
+  WriteFile(dir / "s.yaml", "algorithm: {name: logreg}\ndata: {name: libsvm, path: bad.txt}\n");
+  auto s = RunGeomx("train s.yaml --out run", dir.path());
+  EXPECT_EQ(s.exit_code, 2) << s.output;
+  EXPECT_NE(s.output.find("bad.txt:1:"), std::string::npos) << s.output;
+}
+
+}  // namespace
+}  // namespace geomx::cli
