@@ -11,6 +11,7 @@
 #include "algorithms/cluster/tiers.h"
 #include "algorithms/cluster/training_worker.h"
 #include "algorithms/ps/key_schema.h"
+#include "cli/estimator_run.h"
 #include "cli/progress.h"
 #include "cli/run_dir.h"
 #include "cli/run_report.h"
@@ -93,6 +94,7 @@ Status RunStateServer(const Recipe& recipe, const ClusterEnv& env) {
 }
 
 Status RunMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
+  if (recipe.has_algorithm) return RunAlgorithmMasterWorker(recipe, env);
   GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));  // initial weights from recipe.seed
   const ps::JobDescription job = JobOf(recipe, setup);
@@ -104,6 +106,7 @@ Status RunMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
 
 Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env,
                  const std::atomic<bool>* interrupted) {
+  if (recipe.has_algorithm) return RunAlgorithmWorker(recipe, party, rank, env, interrupted);
   GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
   GEOMX_ASSIGN_OR_RETURN(int dc_index, cluster::FindDataCentre(recipe.topology, party));
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));

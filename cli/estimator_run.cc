@@ -5,12 +5,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "algorithms/estimators/fit_job.h"
 #include "algorithms/estimators/model_io.h"
+#include "algorithms/cluster/estimator_worker.h"
+#include "algorithms/cluster/roles.h"
+#include "algorithms/cluster/tiers.h"
+#include "algorithms/estimators/ps_collective.h"
 #include "cli/json_writer.h"
+#include "cli/run_report.h"
 #include "cli/run_dir.h"
 
 namespace geomx::cli {
@@ -74,6 +81,43 @@ fs::path ModelPathOf(const std::string& run) {
   return fs::path(run);
 }
 
+// Writes the model (on success) and summary.json of a fit, and reports it.
+Status FinishRun(RunDir& run, const Recipe& recipe, const algorithms::EstimatorJob& job,
+                 const algorithms::EstimatorDef& def, const Result<algorithms::EstimatorOutcome>& outcome,
+                 const comm::TrafficSnapshot& traffic) {
+  JsonObject summary;
+  summary.Add("status", outcome.ok() ? "completed"
+                        : outcome.status().code() == StatusCode::kCancelled ? "interrupted"
+                                                                             : "failed");
+  summary.Add("algorithm", job.algorithm).Add("task", data::TableTaskName(def.task)).Add("data", recipe.data.name);
+  JsonObject params;
+  for (const auto& [k, v] : recipe.algorithm.params) params.Add(k, v);
+  summary.Add("params", params).Add("threads", job.threads);
+  summary.Add("workers", recipe.has_topology ? recipe.topology.total_workers() : 1);
+  if (!outcome.ok()) {
+    summary.Add("error", outcome.status().ToString()).AddRaw("traffic", TrafficJson(traffic));
+    Status ws = run.WriteSummary(summary.str());
+    (void)ws;  // the fit's error is the one to report
+    return outcome.status();
+  }
+  const algorithms::EstimatorOutcome& o = *outcome;
+  GEOMX_RETURN_IF_ERROR(algorithms::SaveFittedModel((run.path() / algorithms::kModelFileName).string(), o.model));
+  summary.Add("train_examples", o.train_rows)
+      .Add("test_examples", o.test_rows)
+      .Add("features", o.model.num_features)
+      .Add("fit_seconds", o.fit_seconds)
+      .Add("predict_seconds", o.predict_seconds)
+      .Add("test", MetricsJson(o.test))
+      .Add("model", algorithms::kModelFileName)
+      .AddRaw("traffic", TrafficJson(traffic));
+  GEOMX_RETURN_IF_ERROR(run.WriteSummary(summary.str()));
+  std::printf("geomx: completed %s in %.2f s (predict %.2f s): test %s; summary %s/summary.json\n",
+              job.algorithm.c_str(), o.fit_seconds, o.predict_seconds, MetricsText(o.test).c_str(),
+              run.path().c_str());
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RunAlgorithmTraining(const TrainFlags& flags, const Recipe& recipe, const std::atomic<bool>* interrupted) {
@@ -84,11 +128,6 @@ Status RunAlgorithmTraining(const TrainFlags& flags, const Recipe& recipe, const
   const algorithms::EstimatorJob job = JobOf(recipe);
   const algorithms::EstimatorDef* def = algorithms::EstimatorRegistry::Find(job.algorithm);
   if (def == nullptr) return Status::NotFound("unknown algorithm '" + job.algorithm + "'");
-  if (recipe.has_topology) {
-    return Status::Unimplemented("algorithm " + job.algorithm +
-                                 " with a topology section is not available in this build yet; remove the "
-                                 "topology to train it in one process");
-  }
   if (flags.dry_run) {
     std::printf("# resolved recipe\n%s\n# plan\nprocesses: 1 (single-process %s, %d threads)\nalgorithm: %s (%s, %s)\n"
                 "data: %s (%s)\n",
@@ -110,35 +149,35 @@ Status RunAlgorithmTraining(const TrainFlags& flags, const Recipe& recipe, const
   std::fflush(stdout);
   RunObserver observer(run.path() / "metrics.jsonl", /*echo=*/true);
   Result<algorithms::EstimatorOutcome> outcome = algorithms::RunEstimatorJob(job, &observer, interrupted);
-  JsonObject summary;
-  summary.Add("status", outcome.ok() ? "completed"
-                        : outcome.status().code() == StatusCode::kCancelled ? "interrupted"
-                                                                             : "failed");
-  summary.Add("algorithm", job.algorithm).Add("task", data::TableTaskName(def->task)).Add("data", recipe.data.name);
-  JsonObject params;
-  for (const auto& [k, v] : recipe.algorithm.params) params.Add(k, v);
-  summary.Add("params", params).Add("threads", job.threads);
-  if (!outcome.ok()) {
-    summary.Add("error", outcome.status().ToString());
-    Status ws = run.WriteSummary(summary.str());
-    (void)ws;  // the fit's error is the one to report
-    return outcome.status();
+  return FinishRun(run, recipe, job, *def, outcome, comm::TrafficSnapshot{});
+}
+
+Status RunAlgorithmMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
+  GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
+  ps::JobDescription job;
+  job.schema = algorithms::EstimatorJobSchema();
+  return cluster::RunMasterWorker(c, job, {}, env);
+}
+
+Status RunAlgorithmWorker(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env,
+                          const std::atomic<bool>* interrupted) {
+  GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
+  GEOMX_ASSIGN_OR_RETURN(int dc_index, cluster::FindDataCentre(recipe.topology, party));
+  const algorithms::EstimatorJob job = JobOf(recipe);
+  const algorithms::EstimatorDef* def = algorithms::EstimatorRegistry::Find(job.algorithm);
+  if (def == nullptr) return Status::NotFound("unknown algorithm '" + job.algorithm + "'");
+  const bool evaluator = cluster::WorkerIndex(recipe.topology, dc_index, rank) == 0;
+  std::optional<RunDir> run;
+  std::unique_ptr<RunObserver> observer;
+  if (evaluator && !env.out_dir.empty()) {
+    GEOMX_ASSIGN_OR_RETURN(RunDir opened, RunDir::Open(env.out_dir));
+    run.emplace(std::move(opened));
+    observer = std::make_unique<RunObserver>(run->path() / "metrics.jsonl", /*echo=*/true);
   }
-  const algorithms::EstimatorOutcome& o = *outcome;
-  GEOMX_RETURN_IF_ERROR(algorithms::SaveFittedModel((run.path() / algorithms::kModelFileName).string(), o.model));
-  summary.Add("train_examples", o.train_rows)
-      .Add("test_examples", o.test_rows)
-      .Add("features", o.model.num_features)
-      .Add("fit_seconds", o.fit_seconds)
-      .Add("predict_seconds", o.predict_seconds)
-      .Add("test", MetricsJson(o.test))
-      .Add("model", algorithms::kModelFileName)
-      .AddRaw("traffic", "{\"wan_bytes\": 0, \"lan_bytes\": 0}");
-  GEOMX_RETURN_IF_ERROR(run.WriteSummary(summary.str()));
-  std::printf("geomx: completed %s in %.2f s (predict %.2f s): test %s; summary %s/summary.json\n",
-              job.algorithm.c_str(), o.fit_seconds, o.predict_seconds, MetricsText(o.test).c_str(),
-              run.path().c_str());
-  return Status::Ok();
+  Result<algorithms::EstimatorOutcome> outcome =
+      cluster::RunEstimatorWorker(c, party, rank, job, env, observer.get(), interrupted);
+  if (!run) return outcome.ok() ? Status::Ok() : outcome.status();
+  return FinishRun(*run, recipe, job, *def, outcome, ReadTrafficDir(run->path() / "traffic"));
 }
 
 Status EvalAlgorithmRun(const std::string& run_dir, const Recipe& recipe, bool json) {

@@ -7,15 +7,22 @@
 #include <atomic>
 #include <string>
 
+#include "cli/cluster.h"
 #include "cli/recipe.h"
 #include "cli/train_command.h"
 #include "engine/base/status.h"
 
 namespace geomx::cli {
 
-// `geomx train` for a recipe with an `algorithm` section (single process; a topology runs every worker as a thread
-// of a ThreadCollective in this version).
+// `geomx train` for a recipe with an `algorithm` section and no topology: one process.
 Status RunAlgorithmTraining(const TrainFlags& flags, const Recipe& recipe, const std::atomic<bool>* interrupted);
+
+// The master worker and the workers of an algorithm recipe with a topology (cli/cluster.cc dispatches here): the
+// master sends the estimator job's keys; every worker fits on its shard through the parameter server
+// (algorithms/cluster/estimator_worker.h); worker 0 of the first data centre writes the run folder.
+Status RunAlgorithmMasterWorker(const Recipe& recipe, const ClusterEnv& env);
+Status RunAlgorithmWorker(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env,
+                          const std::atomic<bool>* interrupted);
 
 // `geomx eval RUN` of an algorithm run: loads RUN/model.gxm and evaluates it on the test split of `recipe`.
 Status EvalAlgorithmRun(const std::string& run_dir, const Recipe& recipe, bool json);

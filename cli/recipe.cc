@@ -515,6 +515,11 @@ class RecipeReader {
       Error(OriginOf({"algorithm." + p.name, "algorithm"}), "algorithm." + p.name, message);
     }
     if (problems.empty()) recipe_.algorithm.params = values.texts();
+    if (recipe_.has_topology && recipe_.sync.mode != "fsa" && Clean({"sync.mode"})) {
+      Error(OriginOf({"sync.mode", "sync", "topology"}), "sync.mode",
+            "an algorithm fits across data centres in lock-step rounds of sums and gathers; use fsa (got " +
+                recipe_.sync.mode + ")");
+    }
     const data::TableTask task = def->task;
     const std::string& d = recipe_.data.name;
     const bool numeric_targets = task == data::TableTask::kRegression || task == data::TableTask::kRanking;

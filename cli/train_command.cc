@@ -115,7 +115,19 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
     if (flags.recipe.empty()) return Status::InvalidArgument("train: a RECIPE file is required (or --resume DIR)");
     GEOMX_ASSIGN_OR_RETURN(recipe, LoadRecipe(flags.recipe, flags.sets));
   }
-  if (recipe.has_algorithm) return RunAlgorithmTraining(flags, recipe, interrupted);
+  if (recipe.has_algorithm && !recipe.has_topology) return RunAlgorithmTraining(flags, recipe, interrupted);
+  if (recipe.has_algorithm) {  // every role as a process; the workers fit through the parameter server
+    if (!flags.resume.empty()) {
+      return Status::InvalidArgument("--resume: " + recipe.algorithm.name +
+                                     " is a classical algorithm, fitted in one go; train it again instead");
+    }
+    if (flags.dry_run) {
+      std::printf("# resolved recipe\n%s\n# plan\nalgorithm: %s, fitted across the topology's workers\n",
+                  RecipeToYaml(recipe).c_str(), recipe.algorithm.name.c_str());
+      return PrintLocalTopologyPlan(flags, recipe);
+    }
+    return RunTopologyTraining(flags, recipe, interrupted);
+  }
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
   nn::Module& model = *setup.model;
   auto opt_or = nn::CreateOptimizer(recipe.optimizer);

@@ -12,6 +12,7 @@ namespace geomx::algorithms {
 namespace {
 
 std::string NumberText(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));  // "10", not "1e+01"
   std::ostringstream out;
   out.precision(17);
   out << v;

@@ -162,3 +162,48 @@ TEST(AlgorithmCliTest, BadDataIsAUserErrorWithoutARunFolder) {
 
 }  // namespace
 }  // namespace geomx::cli
+
+namespace geomx::cli {
+namespace {
+
+// An algorithm recipe with a topology: every role as its own process, the workers fitting k-means through the
+// local and global servers. The summary has the whole job's traffic, and the model matches the one-process fit's
+// quality on well-separated blobs.
+TEST(AlgorithmCliTest, TopologyRunFitsThroughTheParameterServer) {
+  ScratchDir dir;
+  const std::string base =
+      "threads: 1\nalgorithm: {name: kmeans, n_clusters: 4}\n"
+      "data: {name: synthetic, synthetic_train: 1200, synthetic_test: 400, synthetic_classes: 4, "
+      "synthetic_shape: [8]}\n";
+  WriteFile(dir / "one.yaml", "name: one\n" + base);
+  WriteFile(dir / "two.yaml", "name: two\n" + base +
+                                  "topology:\n  central: {host: 127.0.0.1, global_servers: 1}\n  datacentres:\n"
+                                  "    - {name: dc-a, workers: 2, servers: 1}\n"
+                                  "    - {name: dc-b, workers: 2, servers: 1}\n");
+  auto one = RunGeomx("train one.yaml --out one", dir.path());
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto two = RunGeomx("train two.yaml --out two", dir.path());
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  const std::string s1 = testing::ReadFile(dir / "one" / "summary.json");
+  const std::string s2 = testing::ReadFile(dir / "two" / "summary.json");
+  auto number = [](const std::string& json, const std::string& key) {
+    const size_t at = json.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(json.substr(at + key.size() + 4));
+  };
+  EXPECT_EQ(number(s2, "workers"), 4) << s2;
+  EXPECT_EQ(number(s2, "train_examples"), 300) << "each worker fits on its quarter\n" << s2;
+  EXPECT_GT(number(s2, "wan_bytes"), 0) << s2;
+  EXPECT_GT(number(s2, "lan_bytes"), number(s2, "wan_bytes")) << "sums cross the WAN once per data centre\n" << s2;
+  EXPECT_EQ(number(s1, "wan_bytes"), 0) << s1;
+  EXPECT_NEAR(number(s2, "purity"), number(s1, "purity"), 0.05) << s1 << "\n" << s2;
+  // The saved model predicts like any other.
+  auto eval = RunGeomx("eval two --json", dir.path());
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+  // Only fsa runs estimators across data centres.
+  auto mixed = RunGeomx("train two.yaml --set sync.mode=mixed --dry-run", dir.path());
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.output;
+  EXPECT_NE(mixed.output.find("use fsa"), std::string::npos) << mixed.output;
+}
+
+}  // namespace
+}  // namespace geomx::cli

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/estimators/estimator.h"
 #include "cli/recipe_schema.h"
 #include "tests/cli/recipe_test_util.h"
 #include "datasets/dataset.h"
@@ -56,6 +57,8 @@ data:
   synthetic_classes: 3
   synthetic_shape: [16]
   synthetic_seed: 99
+  scale: maxabs
+  max_train_examples: 500
 optimizer:
   name: adamw
   lr: 3e-4
@@ -230,7 +233,9 @@ TEST(RecipeTest, ParsesEveryKey) {
 // Keys whose non-default value another key of kFullRecipe forbids (sync.mode hfa): mixed-only and fsa-only keys.
 // RecipeTest.ModeSpecificKeysParse covers them.
 bool NotInFullRecipe(std::string_view path) {
-  return path == "sync.max_staleness" || path.substr(0, 12) == "sync.dcasgd." || path == "accelerators.p3.enabled";
+  // algorithm.name: a recipe with a model has no algorithm (tests/cli/algorithm_recipe_test.cc covers it).
+  return path == "sync.max_staleness" || path.substr(0, 12) == "sync.dcasgd." || path == "accelerators.p3.enabled" ||
+         path == "algorithm.name";
 }
 
 TEST(RecipeTest, ModeSpecificKeysParse) {
@@ -433,7 +438,7 @@ TEST(RecipeTest, UnknownNamesListTheAllowedOnes) {
                   "lenet5, resnet20"});
   EXPECT_EQ(ErrorLines("data: {name: imagenet}"),
             Lines{"r.yaml:1:14: data.name: unknown dataset 'imagenet'; known: mnist, fashion-mnist, cifar10, csv, "
-                  "libsvm, image-folder, synthetic"});
+                  "libsvm, image-folder, synthetic, friedman1, letor-synthetic"});
   EXPECT_EQ(ErrorLines("optimizer: {name: adma}"),
             Lines{"r.yaml:1:19: optimizer.name: unknown optimizer 'adma' (did you mean 'adam'?); known: sgd, "
                   "momentum, nesterov, adagrad, rmsprop, adadelta, adam, adamw"});
@@ -453,8 +458,14 @@ TEST(RecipeTest, NameListsMatchTheRegistries) {
     const char* path;
     std::vector<std::string> registered;
   };
-  for (const Case& c : {Case{"model.name", nn::ModelNames()}, Case{"data.name", data::DatasetNames()},
-                        Case{"optimizer.name", nn::OptimizerNames()}}) {
+  // data.name also names the two generated tables of classical algorithms (datasets/table.h), which are not
+  // datasets of the registry.
+  std::vector<std::string> data_names = data::DatasetNames();
+  data_names.push_back("friedman1");
+  data_names.push_back("letor-synthetic");
+  for (const Case& c : {Case{"model.name", nn::ModelNames()}, Case{"data.name", data_names},
+                        Case{"optimizer.name", nn::OptimizerNames()},
+                        Case{"algorithm.name", algorithms::EstimatorRegistry::Names()}}) {
     const RecipeKey* key = FindRecipeKey(c.path);
     ASSERT_NE(key, nullptr);
     if (c.registered.empty()) {
@@ -499,7 +510,7 @@ TEST(RecipeTest, YamlSyntaxErrorsHaveAPosition) {
             Lines({"r.yaml:1:5: YAML syntax error: illegal map value",
                    "--set data.batch_size=0: data.batch_size: must be >= 1, got 0"}));
   EXPECT_EQ(ErrorLines("- 1\n- 2\n"),
-            Lines{"r.yaml:1:1: a recipe is a mapping of sections (name, seed, device, threads, model, data, "
+            Lines{"r.yaml:1:1: a recipe is a mapping of sections (name, seed, device, threads, model, algorithm, data, "
                   "optimizer, training, sync, accelerators, topology), got a list"});
   EXPECT_EQ(ErrorLines("name: a\n---\nname: b\n"),
             Lines{"r.yaml:3:1: a recipe file holds one YAML document; remove the second '---' and what follows"});
@@ -616,8 +627,8 @@ TEST(RecipeSchemaTest, TableIsWellFormed) {
     }
   }
   EXPECT_TRUE(IsRecipeSection("optimizer.schedule"));
-  EXPECT_EQ(RecipeSectionChildren(""), (std::vector<std::string>{"name", "seed", "device", "threads", "model", "data",
-                                                                 "optimizer", "training", "sync", "accelerators",
+  EXPECT_EQ(RecipeSectionChildren(""), (std::vector<std::string>{"name", "seed", "device", "threads", "model",
+                                                                 "algorithm", "data", "optimizer", "training", "sync", "accelerators",
                                                                  "topology"}));
   EXPECT_EQ(RecipeSectionChildren("topology"),
             (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts"}));

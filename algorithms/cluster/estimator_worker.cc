@@ -1,0 +1,23 @@
+#include "algorithms/cluster/estimator_worker.h"
+
+#include "algorithms/cluster/worker_session.h"
+#include "algorithms/estimators/ps_collective.h"
+
+namespace geomx::cluster {
+
+Result<algorithms::EstimatorOutcome> RunEstimatorWorker(const ClusterConfig& config, const std::string& party,
+                                                        int rank, const algorithms::EstimatorJob& job,
+                                                        const RoleEnv& env, algorithms::FitObserver* observer,
+                                                        const std::atomic<bool>* interrupted) {
+  GEOMX_ASSIGN_OR_RETURN(auto session, WorkerSession::Join(config, party, rank, algorithms::EstimatorJobSchema(), env));
+  std::unique_ptr<ps::PsContext> ps = session->MakeContext();
+  algorithms::PsCollective collective(ps.get());
+  Result<algorithms::EstimatorOutcome> outcome = algorithms::RunEstimatorJob(job, observer, interrupted, &collective);
+  // Finish even after a failure, so the tier is told this worker is gone (its peers then fail fast, not hang).
+  Status finished = session->Finish();
+  if (!outcome.ok()) return outcome.status();
+  if (!finished.ok()) return finished;
+  return outcome;
+}
+
+}  // namespace geomx::cluster

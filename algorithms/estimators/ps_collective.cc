@@ -1,0 +1,87 @@
+#include "algorithms/estimators/ps_collective.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "comm/handlers/payloads.h"
+
+namespace geomx::algorithms {
+namespace {
+
+constexpr uint64_t kFirstSumKey = 1;
+constexpr uint64_t kGatherKey = kFirstSumKey + PsCollective::kSumClasses;
+
+constexpr uint64_t ClassElems(int c) { return uint64_t{256} << (2 * c); }
+
+}  // namespace
+
+ps::KeySchema EstimatorJobSchema() {
+  std::vector<ps::KeyDef> keys;
+  for (int c = 0; c < PsCollective::kSumClasses; ++c) {
+    keys.push_back({.key = kFirstSumKey + static_cast<uint64_t>(c),
+                    .name = "sum" + std::to_string(ClassElems(c)),
+                    .elems = ClassElems(c),
+                    .role = ps::KeyRole::kAggregate,
+                    .init = ps::KeyInit::kNone});
+  }
+  keys.push_back({.key = kGatherKey, .name = "gather", .elems = 1, .reducer = "concat",
+                  .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
+  return ps::KeySchema(std::move(keys)).WithBarrier();
+}
+
+PsCollective::PsCollective(ps::PsContext* ps) : ps_(ps) {}
+
+Status PsCollective::AllReduceSum(const std::string& key, std::span<float> data) {
+  constexpr uint64_t kLargest = ClassElems(kSumClasses - 1);
+  std::vector<float> buffer, sum;
+  for (size_t begin = 0; begin < data.size(); begin += kLargest) {
+    const size_t n = std::min<size_t>(kLargest, data.size() - begin);
+    int c = 0;
+    while (ClassElems(c) < n) ++c;
+    buffer.assign(ClassElems(c), 0.0f);
+    std::copy(data.begin() + static_cast<std::ptrdiff_t>(begin),
+              data.begin() + static_cast<std::ptrdiff_t>(begin + n), buffer.begin());
+    sum.resize(buffer.size());
+    Status s = ps_->PushPull(kFirstSumKey + static_cast<uint64_t>(c), buffer, sum, sum_rounds_[c]++);
+    if (!s.ok()) return s.WithContext("sum '" + key + "'");
+    std::copy(sum.begin(), sum.begin() + static_cast<std::ptrdiff_t>(n),
+              data.begin() + static_cast<std::ptrdiff_t>(begin));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<float>> PsCollective::AllGather(const std::string& key, std::span<const float> mine) {
+  // One record per worker: [u32 rank][floats]; the reducers concatenate records, so order them by rank here.
+  Bytes record(sizeof(uint32_t) + mine.size_bytes());
+  const uint32_t r = static_cast<uint32_t>(rank());
+  std::memcpy(record.mutable_data(), &r, sizeof(r));
+  if (!mine.empty()) std::memcpy(record.mutable_data() + sizeof(r), mine.data(), mine.size_bytes());
+  const Bytes payload = comm::EncodeRecords(std::span<const Bytes>(&record, 1));
+  auto answer = ps_->PushPullPayload(kGatherKey, payload, gather_round_++);
+  if (!answer.ok()) return answer.status().WithContext("gather '" + key + "'");
+  GEOMX_ASSIGN_OR_RETURN(std::vector<Bytes> records, comm::DecodeRecords(*answer));
+  std::vector<std::pair<uint32_t, const Bytes*>> by_rank;
+  for (const Bytes& rec : records) {
+    if (rec.size() < sizeof(uint32_t) || (rec.size() - sizeof(uint32_t)) % sizeof(float) != 0) {
+      return Status::DataLoss("gather '" + key + "': malformed record of " + std::to_string(rec.size()) + " bytes");
+    }
+    uint32_t from = 0;
+    std::memcpy(&from, rec.data(), sizeof(from));
+    by_rank.emplace_back(from, &rec);
+  }
+  std::sort(by_rank.begin(), by_rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (by_rank.size() != static_cast<size_t>(world())) {
+    return Status::DataLoss("gather '" + key + "': " + std::to_string(by_rank.size()) + " records for " +
+                            std::to_string(world()) + " workers");
+  }
+  std::vector<float> all;
+  for (const auto& [from, rec] : by_rank) {
+    const size_t n = (rec->size() - sizeof(uint32_t)) / sizeof(float);
+    const size_t at = all.size();
+    all.resize(at + n);
+    if (n > 0) std::memcpy(all.data() + at, rec->data() + sizeof(uint32_t), n * sizeof(float));
+  }
+  return all;
+}
+
+}  // namespace geomx::algorithms

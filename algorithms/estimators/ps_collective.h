@@ -1,0 +1,41 @@
+// The Collective of an estimator fitting across data centres over the hierarchical parameter server
+// (docs/algorithms.md, "Across data centres"). A sum goes worker -> local server (LAN, summed over the data
+// centre) -> global server (WAN, summed over the data centres) and the total comes back the same way; a gather is
+// the concat reducer at both tiers. Only aggregates cross the network: the data never moves.
+//
+// Estimators ask for sums of any length while a job's keys are fixed when it starts, so the job has one sum key per
+// size class (256 .. 2^20 floats, by factors of 4): a sum travels in the smallest class that holds it (padded with
+// zeros, so at most 4x its size on the wire and never less than 1 KiB), longer sums in chunks of the largest.
+// Every worker makes the same calls in the same order (collective.h), so the rounds of each key agree.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "algorithms/estimators/collective.h"
+#include "algorithms/ps/key_schema.h"
+#include "algorithms/ps/ps_context.h"
+
+namespace geomx::algorithms {
+
+// The keys of an estimator job: the sum classes, the gather key and the barrier.
+ps::KeySchema EstimatorJobSchema();
+
+class PsCollective final : public Collective {
+ public:
+  // Borrows `ps` (a context over EstimatorJobSchema()); it must outlive this.
+  explicit PsCollective(ps::PsContext* ps);
+  int rank() const override { return ps_->worker_index(); }
+  int world() const override { return ps_->num_workers(); }
+  Status AllReduceSum(const std::string& key, std::span<float> data) override;
+  Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override;
+
+  static constexpr int kSumClasses = 7;  // 256 << 2*i floats, i < kSumClasses
+
+ private:
+  ps::PsContext* ps_;
+  std::array<int64_t, kSumClasses> sum_rounds_{};
+  int64_t gather_round_ = 0;
+};
+
+}  // namespace geomx::algorithms
