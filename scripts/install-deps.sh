@@ -3,7 +3,10 @@
 # Idempotent: only missing packages are installed; nothing is downloaded outside apt.
 #   scripts/install-deps.sh          build + tests + make run
 #   scripts/install-deps.sh --bench  also what `geomx bench` needs beyond the build: the PyTorch peers of bench/peers/
-#                                    (python3-torch, python3-numpy) and, for --netns, iproute2 (ip, tc)
+#                                    (python3-torch, python3-numpy), the classical peers of `geomx bench algos`
+#                                    (python3-sklearn, liblinear-tools, libsvm-tools, and OpenBLAS so that numpy and
+#                                    scikit-learn run on an optimised BLAS as their users' installs do) and, for
+#                                    --netns, iproute2 (ip, tc)
 set -euo pipefail
 
 packages=(
@@ -15,7 +18,7 @@ packages=(
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy iproute2)
+  packages+=(python3-torch python3-numpy iproute2 python3-sklearn liblinear-tools libsvm-tools libopenblas0-pthread)
 fi
 
 missing=()

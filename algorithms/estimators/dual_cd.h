@@ -1,18 +1,19 @@
 // Dual coordinate descent for linear support vector machines (Hsieh et al., ICML 2008; Ho & Lin, JMLR 2012):
 // the solver shared by linear-svm, linear-svr (linear_svm.cc) and ranksvm (ranksvm.cc).
 //
-// Each problem is a DualCdTask over a set of examples (table rows, with an optional constant bias feature, or
-// pairwise differences of rows). A task keeps its dual variables and w = sum_i coef_i x_i, and advances by passes:
-// one pass visits its active coordinates in a fresh random order and minimises the dual exactly in each.
-// RunDualCd() drives a set of tasks (the one-vs-rest classifiers of a multi-class SVM, or a single problem):
-//  - alone (FitContext::collective == nullptr): LIBLINEAR's outer iterations with optional shrinking, the tasks in
-//    parallel over FitContext::threads, until each converges or max_iter passes;
+// A DualCdTask holds one or more dual problems over the same examples (table rows, with an optional constant bias
+// feature, or pairwise differences of rows): the one-vs-rest classifiers of a multi-class SVM, or a single SVR or
+// RankSVM problem. Each problem keeps its dual variables and w = sum_i coef_i x_i and advances by passes: a pass
+// visits the active coordinates in a fresh random order and minimises the dual exactly in each. RunDualCd() drives
+// a task:
+//  - alone (FitContext::collective == nullptr): LIBLINEAR's outer iterations with optional shrinking, the problems
+//    spread over FitContext::threads, until each converges or max_iter passes;
 //  - across workers: CoCoA with safe averaging (Jaggi et al., NIPS 2014): each worker runs local_epochs passes on
 //    its shard from the shared w, the workers sum their delta-w, and w += sum / K (local duals move by 1/K of
 //    their local step, which keeps w = sum_i coef_i x_i over the whole job).
 //
-// Not thread-safe: a task is used by one thread at a time; RowExamples / PairExamples are read-only after
-// construction and may be shared by any number of tasks.
+// Thread-safety: see DualCdTask; RowExamples / PairExamples are read-only after construction and may be shared by
+// any number of tasks and threads.
 #pragma once
 
 #include <cstdint>

@@ -259,7 +259,7 @@ Result<std::vector<float>> SampleRows(const Points& p, const std::vector<double>
       const int64_t g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(layout.total())));
       owner =
           static_cast<int>(std::upper_bound(layout.start.begin(), layout.start.end(), g) - layout.start.begin()) - 1;
-      if (owner == comm.rank()) pick = g - layout.start[static_cast<size_t>(owner)];
+      if (owner == comm.rank()) pick = std::min(p.rows - 1, g - layout.start[static_cast<size_t>(owner)]);
     }
     if (owner == comm.rank() && pick >= 0) {
       records.push_back(static_cast<float>(t));
@@ -432,6 +432,44 @@ double ExactInertia(const Points& p, const std::vector<float>& centres, const in
   double total = 0;
   for (double v : part) total += v;
   return total;
+}
+
+// The mean over features of each feature's variance over the union of the shards, from the summed means and
+// then the summed squared deviations (two collective sums of `cols` floats; centring first keeps the float sums
+// accurate for features far from zero).
+Result<double> MeanFeatureVariance(const Points& p, Comm& comm, int64_t total, int threads) {
+  const int64_t d = p.cols;
+  const int team = std::max(1, threads);
+  std::vector<double> part(static_cast<size_t>(team * d));
+  std::vector<float> mean(static_cast<size_t>(d), 0.0f), dev(static_cast<size_t>(d), 0.0f);
+  for (int pass = 0; pass < 2; ++pass) {
+    std::fill(part.begin(), part.end(), 0.0);
+#pragma omp parallel num_threads(team)
+    {
+      double* acc = part.data() + omp_get_thread_num() * d;
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < p.rows; ++i) {
+        const float* x = p.row(i);
+        for (int64_t j = 0; j < d; ++j) {
+          const double v = static_cast<double>(x[j]) - (pass == 0 ? 0.0 : mean[static_cast<size_t>(j)]);
+          acc[j] += pass == 0 ? v : v * v;
+        }
+      }
+    }
+    std::vector<float>& out = pass == 0 ? mean : dev;
+    for (int64_t j = 0; j < d; ++j) {
+      double s = 0;
+      for (int t = 0; t < team; ++t) s += part[static_cast<size_t>(t * d + j)];
+      out[static_cast<size_t>(j)] = static_cast<float>(s);
+    }
+    GEOMX_RETURN_IF_ERROR(comm.Sum(pass == 0 ? "kmeans.fit.mean" : "kmeans.fit.variance", out));
+    if (pass == 0) {
+      for (float& v : mean) v = static_cast<float>(v / static_cast<double>(total));
+    }
+  }
+  double sum = 0;
+  for (float v : dev) sum += v / static_cast<double>(total);
+  return sum / static_cast<double>(d);
 }
 
 }  // namespace
@@ -609,22 +647,23 @@ Status KMeansEstimator::Fit(const data::Table& train, const FitContext& context)
     if (!(w >= 0) && local.ok()) local = Status::InvalidArgument("kmeans: a row weight is negative or NaN");
   }
   // Header: every worker learns every shard's size, so that all take the same branch below.
-  const std::vector<float> header = {local.ok() ? 1.0f : 0.0f, static_cast<float>(train.rows),
-                                     static_cast<float>(train.cols)};
+  // Row counts travel as two floats (high and low 24 bits) so that they stay exact.
+  const std::vector<float> header = {local.ok() ? 1.0f : 0.0f, static_cast<float>(train.rows >> 24),
+                                     static_cast<float>(train.rows & 0xffffff), static_cast<float>(train.cols)};
   GEOMX_ASSIGN_OR_RETURN(std::vector<float> headers, comm.Gather("kmeans.fit.header", header));
-  if (headers.size() != 3 * static_cast<size_t>(comm.world())) return Status::Internal("kmeans: bad header gather");
+  if (headers.size() != 4 * static_cast<size_t>(comm.world())) return Status::Internal("kmeans: bad header gather");
   GEOMX_RETURN_IF_ERROR(local);
   Layout layout;
   layout.start.push_back(0);
   for (int r = 0; r < comm.world(); ++r) {
-    const float* h = &headers[3 * static_cast<size_t>(r)];
+    const float* h = &headers[4 * static_cast<size_t>(r)];
     if (h[0] == 0.0f) return Status::FailedPrecondition("kmeans: worker " + std::to_string(r) + " rejected its shard");
-    if (static_cast<int64_t>(h[2]) != train.cols) {
+    if (static_cast<int64_t>(h[3]) != train.cols) {
       return Status::InvalidArgument("kmeans: worker " + std::to_string(r) + " has " +
-                                     std::to_string(static_cast<int64_t>(h[2])) + " columns, this one " +
+                                     std::to_string(static_cast<int64_t>(h[3])) + " columns, this one " +
                                      std::to_string(train.cols));
     }
-    layout.start.push_back(layout.start.back() + static_cast<int64_t>(h[1]));
+    layout.start.push_back(layout.start.back() + (static_cast<int64_t>(h[1]) << 24) + static_cast<int64_t>(h[2]));
   }
   if (layout.total() == 0) return Status::InvalidArgument("kmeans: the training table is empty");
   if (o_.k > layout.total()) {
@@ -632,30 +671,11 @@ Status KMeansEstimator::Fit(const data::Table& train, const FitContext& context)
                                    ") is larger than the training set (" + std::to_string(layout.total()) + " rows)");
   }
   cols_ = train.cols;
-  const int64_t d = cols_;
   Points p = MakePoints(train, threads);
 
   // Tolerance scale: the mean per-feature variance of the union (unweighted, as scikit-learn).
-  std::vector<float> moments(static_cast<size_t>(2 * d), 0.0f);
-  {
-    std::vector<double> m(static_cast<size_t>(2 * d), 0.0);
-    for (int64_t i = 0; i < p.rows; ++i) {
-      const float* x = p.row(i);
-      for (int64_t j = 0; j < d; ++j) {
-        m[static_cast<size_t>(j)] += x[j];
-        m[static_cast<size_t>(d + j)] += static_cast<double>(x[j]) * x[j];
-      }
-    }
-    for (size_t j = 0; j < m.size(); ++j) moments[j] = static_cast<float>(m[j]);
-  }
-  GEOMX_RETURN_IF_ERROR(comm.Sum("kmeans.fit.moments", moments));
-  double mean_var = 0;
-  const double n = static_cast<double>(layout.total());
-  for (int64_t j = 0; j < d; ++j) {
-    const double mu = moments[static_cast<size_t>(j)] / n;
-    mean_var += std::max(0.0, moments[static_cast<size_t>(d + j)] / n - mu * mu);
-  }
-  const double tol_abs = o_.tol * mean_var / static_cast<double>(d);
+  GEOMX_ASSIGN_OR_RETURN(const double mean_var, MeanFeatureVariance(p, comm, layout.total(), threads));
+  const double tol_abs = o_.tol * mean_var;
 
   int64_t step = 0;
   double best_inertia = std::numeric_limits<double>::infinity();

@@ -165,11 +165,7 @@ class LinearSvm final : public Estimator {
         probe.num_vectors_ = num_vectors;
         Result<Prediction> p = probe.Predict(*context.eval, context.threads);
         if (!p.ok()) return Metrics{};
-        Metrics out;
-        for (Metric& m : EvaluateTask(data::TableTask::kClassification, *context.eval, *p)) {
-          out.push_back({"test_" + m.name, m.value});
-        }
-        return out;
+        return EvaluateTask(data::TableTask::kClassification, *context.eval, *p);
       };
     }
     GEOMX_ASSIGN_OR_RETURN(DualCdReport report, RunDualCd(task.get(), options_, context, "linear-svm", eval));
@@ -305,11 +301,7 @@ class LinearSvr final : public Estimator {
         probe.weights_ = CollectWeights(*task, cols_, fit_intercept_);
         Result<Prediction> p = probe.Predict(*context.eval, context.threads);
         if (!p.ok()) return Metrics{};
-        Metrics out;
-        for (Metric& m : EvaluateTask(data::TableTask::kRegression, *context.eval, *p)) {
-          out.push_back({"test_" + m.name, m.value});
-        }
-        return out;
+        return EvaluateTask(data::TableTask::kRegression, *context.eval, *p);
       };
     }
     GEOMX_ASSIGN_OR_RETURN(DualCdReport report, RunDualCd(task.get(), options_, context, "linear-svr", eval));

@@ -158,9 +158,7 @@ class RankSvm final : public Estimator {
         probe.weights_.push_back(0.0f);
         Result<Prediction> p = probe.Predict(*held_out, context.threads);
         if (!p.ok()) return Metrics{};
-        Metrics out;
-        for (Metric& m : EvaluateTask(data::TableTask::kRanking, *held_out, *p)) out.push_back({"test_" + m.name, m.value});
-        return out;
+        return EvaluateTask(data::TableTask::kRanking, *held_out, *p);
       };
     }
     GEOMX_ASSIGN_OR_RETURN(DualCdReport report, RunDualCd(task.get(), options_, context, "ranksvm", eval));

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "algorithms/estimators/estimator.h"
 #include "cli/recipe.h"
 #include "cli/recipe_schema.h"
 #include "tests/testutil.h"
@@ -108,6 +111,36 @@ TEST(RecipesDirTest, TopologyRecipesDescribeGeo2x2) {
   EXPECT_EQ(quick.topology.options.wan.bandwidth_bps, 0) << "the quick start does not shape the WAN";
   EXPECT_EQ(quick.topology.options.wan.latency_s, 0);
   EXPECT_LE(quick.training.epochs, 8) << "the quick start must stay quick (about 40 s: docs/benchmarks.md)";
+}
+
+// Every algorithm recipe has a two-data-centre twin that fits the same algorithm on the same data, and every
+// trainable estimator has a recipe.
+TEST(RecipesDirTest, AlgorithmRecipesComeInPairs) {
+  std::set<std::string> covered;
+  for (const fs::path& file : RecipeFiles()) {
+    const std::string stem = file.stem().string();
+    if (stem.size() > 4 && stem.substr(stem.size() - 4) == "_2dc") continue;
+    Recipe one = MustLoad(stem);
+    if (!one.has_algorithm) continue;
+    SCOPED_TRACE(stem);
+    covered.insert(one.algorithm.name);
+    EXPECT_FALSE(one.has_topology);
+    ASSERT_TRUE(fs::exists(testing::SourceDir() / "recipes" / (stem + "_2dc.yaml")));
+    Recipe two = MustLoad(stem + "_2dc");
+    EXPECT_TRUE(two.has_topology);
+    EXPECT_EQ(two.topology.datacentres.size(), 2u);
+    EXPECT_EQ(two.algorithm.name, one.algorithm.name);
+    // batch_size counts rows per worker: a twin may divide it by its workers to keep the same update.
+    std::map<std::string, std::string> p1 = one.algorithm.params, p2 = two.algorithm.params;
+    p1.erase("batch_size");
+    p2.erase("batch_size");
+    EXPECT_EQ(p2, p1);
+    EXPECT_EQ(two.data.name, one.data.name);
+    EXPECT_EQ(two.data.scale, one.data.scale);
+  }
+  for (const std::string& name : algorithms::EstimatorRegistry::Names()) {
+    EXPECT_EQ(covered.count(name), 1u) << "no recipe trains " << name;
+  }
 }
 
 TEST(RecipesDirTest, ReadmePointsToTheDocs) {
