@@ -64,17 +64,41 @@ CLI::App* AddCommCommand(CLI::App* bench, BenchCommFlags* f) {
   return cmd;
 }
 
+CLI::App* AddAlgosCommand(CLI::App* bench, BenchAlgosFlags* f) {
+  std::string cases;
+  for (const std::string& n : AlgosCaseNames()) cases.append(cases.empty() ? "" : ", ").append(n);
+  CLI::App* cmd = bench->add_subcommand(
+      "algos", "Classical estimators vs scikit-learn (LIBLINEAR, LIBSVM) on the same tables: metrics, fit and "
+               "predict times, ratios");
+  cmd->add_option("--only", f->only, "Comma-separated cases to run (default all): " + cases)->delimiter(',');
+  cmd->add_option("--threads", f->threads, "Compute threads of both sides (geomx; the peer's n_jobs, BLAS, OpenMP)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--out", f->json_out, "Also write every figure as JSON to this file");
+  cmd->add_flag("--quick", f->quick, "Small variants of every case (a few thousand rows): a smoke run");
+  cmd->add_option("--python", f->python, "Python with scikit-learn for the peer (Debian python3-sklearn)");
+  cmd->add_option("--peer-script", f->peer_script, "The peer (default bench/peers/sklearn_algos.py)");
+  cmd->add_flag("--no-peer", f->skip_peer, "Measure geomx only");
+  cmd->add_option("--data-path", f->data_path, "Fashion-MNIST folder (default: auto, the well-known locations)");
+  cmd->add_option("--keep-data", f->keep_data, "Write the cases' tables under this folder and keep them");
+  cmd->footer(
+      "Examples:\n  geomx bench algos --threads 2 --out algos.json\n  geomx bench algos --only logreg,knn --quick");
+  return cmd;
+}
+
 }  // namespace
 
 void AddBenchCommands(CLI::App* app, BenchCommandLine* cl) {
   cl->bench_cmd = app->add_subcommand(
-      "bench", "Benchmarks: `geomx bench kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ)");
+      "bench",
+      "Benchmarks: `geomx bench kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ), `geomx bench "
+      "algos` (classical estimators vs scikit-learn)");
   AddBenchRecipeOptions(cl->bench_cmd, &cl->recipe);
   cl->bench_cmd->footer(
       "Example:\n  geomx bench recipes/bench_geo2x2.yaml --configs flat-ps,hips,hips+bsc --max-time 600"
-      "\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm");
+      "\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm\n  geomx bench algos --quick");
   cl->kernels_cmd = AddKernelsCommand(cl->bench_cmd, &cl->kernels);
   cl->comm_cmd = AddCommCommand(cl->bench_cmd, &cl->comm);
+  cl->algos_cmd = AddAlgosCommand(cl->bench_cmd, &cl->algos);
 }
 
 bool BenchCommandChosen(const BenchCommandLine& cl) { return cl.bench_cmd != nullptr && cl.bench_cmd->parsed(); }
@@ -82,9 +106,10 @@ bool BenchCommandChosen(const BenchCommandLine& cl) { return cl.bench_cmd != nul
 Status RunBenchCommand(const BenchCommandLine& cl, const std::atomic<bool>* interrupted) {
   if (cl.kernels_cmd != nullptr && cl.kernels_cmd->parsed()) return RunBenchKernelsCommand(cl.kernels, interrupted);
   if (cl.comm_cmd != nullptr && cl.comm_cmd->parsed()) return RunBenchCommCommand(cl.comm);
+  if (cl.algos_cmd != nullptr && cl.algos_cmd->parsed()) return RunBenchAlgosCommand(cl.algos, interrupted);
   if (cl.recipe.recipe.empty()) {
     return Status::InvalidArgument(
-        "bench: give a RECIPE (geomx bench RECIPE --configs a,b), or one of the subcommands kernels, comm");
+        "bench: give a RECIPE (geomx bench RECIPE --configs a,b), or one of the subcommands kernels, comm, algos");
   }
   return RunBenchRecipe(cl.recipe, interrupted);
 }

@@ -4,6 +4,7 @@
 //   geomx bench RECIPE --configs a,b   compares configurations of a recipe's job (bench_runner.h)
 //   geomx bench kernels                engine vs PyTorch training samples/s (kernels_command.cc)
 //   geomx bench comm                   parameter server vs raw ZeroMQ ping-pong (comm_command.cc, comm_bench.h)
+//   geomx bench algos                  classical estimators vs scikit-learn / LIBLINEAR / LIBSVM (algos_bench.h)
 //
 // Every command returns a Status (main.cc maps it to the exit code) and prints its results to stdout. No
 // thresholds: the numbers are reported, never asserted.
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/algos_bench.h"
 #include "bench/bench_runner.h"
 #include "engine/base/status.h"
 
@@ -53,13 +55,15 @@ struct BenchCommandLine {
   BenchRecipeFlags recipe;  // `geomx bench RECIPE ...`
   BenchKernelsFlags kernels;
   BenchCommFlags comm;
+  BenchAlgosFlags algos;
   CLI::App* bench_cmd = nullptr;  // the subcommands, owned by the app (set by AddBenchCommands)
   CLI::App* kernels_cmd = nullptr;
   CLI::App* comm_cmd = nullptr;
+  CLI::App* algos_cmd = nullptr;
 };
 
-// Adds `bench` (the RECIPE form with its options) and its subcommands `kernels` and `comm` to `app`. `cl` receives
-// the flags; it must outlive app->parse and RunBenchCommand.
+// Adds `bench` (the RECIPE form with its options) and its subcommands `kernels`, `comm` and `algos` to `app`. `cl`
+// receives the flags; it must outlive app->parse and RunBenchCommand.
 void AddBenchCommands(CLI::App* app, BenchCommandLine* cl);
 
 // After the app's parse: true when the user chose `geomx bench ...`.

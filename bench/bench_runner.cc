@@ -157,13 +157,7 @@ std::string Header(const BenchRecipeFlags& f, const Recipe& recipe, double targe
   j.Add("wan", BandwidthText(recipe.topology.options.wan.bandwidth_bps) + "/" +
                    DurationSecondsText(recipe.topology.options.wan.latency_s));
   j.Add("shaping", shaping).Add("repeat", f.repeat).Add("max_time_seconds", f.max_time_s);
-  char host[256] = "";
-  gethostname(host, sizeof(host) - 1);
-  j.Add("host", host).Add("cores", static_cast<int>(std::thread::hardware_concurrency()));
-  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char date[64];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  j.Add("date", date);
+  AddMachineAndDate(&j);
   return j.str();
 }
 

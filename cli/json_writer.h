@@ -2,6 +2,12 @@
 // order. Non-finite numbers are written as null (JSON has no NaN). Value type; not thread-safe.
 #pragma once
 
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <thread>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -63,5 +69,17 @@ class JsonObject {
  private:
   std::string body_;
 };
+
+// Adds where and when a measurement ran: "host", "cores" (hardware threads) and "date" (UTC, ISO 8601). Used by
+// the bench commands' JSON results.
+inline void AddMachineAndDate(JsonObject* j) {
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  j->Add("host", host).Add("cores", static_cast<int>(std::thread::hardware_concurrency()));
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  j->Add("date", date);
+}
 
 }  // namespace geomx::cli

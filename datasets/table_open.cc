@@ -144,8 +144,27 @@ void EncodeLabels(const std::vector<const TextTable*>& parts, const std::vector<
   }
 }
 
+// A classifier given continuous targets: a label that is a number with a fractional part ("0.37") is refused,
+// naming its line, instead of becoming one class per distinct value.
+Status CheckClassLabels(const TextTable& t, const std::string& source) {
+  for (size_t i = 0; i < t.labels.size(); ++i) {
+    const std::string& s = t.labels[i];
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(v) && v != std::floor(v)) {
+      return Status::InvalidArgument(source + ":" + std::to_string(t.lines[i]) + ": label '" + s +
+                                     "' is not a class: a classifier needs class labels (use a regression "
+                                     "algorithm for numeric targets)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status FillTargets(TableTask task, const std::vector<const TextTable*>& parts, const std::vector<Table*>& outs) {
   if (task == TableTask::kClassification || task == TableTask::kClustering) {
+    if (task == TableTask::kClassification) {
+      for (size_t k = 0; k < parts.size(); ++k) GEOMX_RETURN_IF_ERROR(CheckClassLabels(*parts[k], outs[k]->source));
+    }
     EncodeLabels(parts, outs);
     return Status::Ok();
   }

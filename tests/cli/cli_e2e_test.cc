@@ -43,8 +43,8 @@ std::string Field(const std::string& json, const std::string& key) {
 size_t CountLines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 TEST(CliTest, HelpForEverySubcommandShowsAnExample) {
-  for (const char* sub : {"train", "eval", "data", "data list", "data inspect", "algos", "version", "serve",
-                          "bench", "bench kernels", "bench comm"}) {
+  for (const char* sub : {"train", "eval", "predict", "data", "data list", "data inspect", "algos", "version", "serve",
+                          "bench", "bench kernels", "bench comm", "bench algos"}) {
     auto r = RunGeomx(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0) << sub << "\n" << r.output;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << sub << "\n" << r.output;

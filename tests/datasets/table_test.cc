@@ -159,6 +159,12 @@ TEST(OpenTableTest, ClassificationNeedsTwoClassesAndRows) {
   auto one = OpenTable(c, {});
   ASSERT_FALSE(one.ok());
   EXPECT_NE(one.status().message().find("only one class"), std::string::npos) << one.status().message();
+  WriteFile(dir / "float.csv", "a,y\n1,0.5\n2,1.25\n3,2\n");
+  c.path = (dir / "float.csv").string();
+  auto floats = OpenTable(c, {});
+  ASSERT_FALSE(floats.ok());
+  EXPECT_NE(floats.status().message().find("float.csv:2: label '0.5' is not a class"), std::string::npos)
+      << floats.status().message();
   WriteFile(dir / "two.csv", "a,y\n1,cat\n2,dog\n3,cat\n4,dog\n5,cat\n");
   c.path = (dir / "two.csv").string();
   auto two = OpenTable(c, {.max_train_rows = 2});
