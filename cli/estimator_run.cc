@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -56,7 +57,8 @@ std::string MetricsText(const algorithms::Metrics& metrics) {
   return out;
 }
 
-// Progress of a fit: one metrics.jsonl line per step, and a line on stdout.
+// Progress of a fit: one metrics.jsonl line per step, and on stdout the first step and then at most one line a
+// second (a linear SVM reports every pass of every class).
 class RunObserver final : public algorithms::FitObserver {
  public:
   RunObserver(const fs::path& file, bool echo) : out_(file, std::ios::app), echo_(echo) {}
@@ -66,12 +68,20 @@ class RunObserver final : public algorithms::FitObserver {
     for (const algorithms::Metric& m : metrics) j.Add(m.name, m.value);
     out_ << j.str() << "\n";
     out_.flush();
-    if (echo_) std::printf("  step %lld: %s\n", static_cast<long long>(step), MetricsText(metrics).c_str());
+    const auto now = std::chrono::steady_clock::now();
+    if (echo_ && (!printed_ || now - last_print_ >= std::chrono::seconds(1))) {
+      std::printf("  step %lld: %s\n", static_cast<long long>(step), MetricsText(metrics).c_str());
+      std::fflush(stdout);
+      printed_ = true;
+      last_print_ = now;
+    }
   }
 
  private:
   std::ofstream out_;
   bool echo_;
+  bool printed_ = false;
+  std::chrono::steady_clock::time_point last_print_;
 };
 
 // Path of the model file given a run folder or the file itself.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "algorithms/estimators/estimator.h"
+#include "algorithms/estimators/shard_checks.h"
 #include "engine/base/check.h"
 #include "engine/kernels/online_update.h"
 
@@ -57,77 +58,6 @@ int64_t HashBucket(int64_t col, int bits) {
   h *= 0xC2B2AE35u;
   h ^= h >> 16;
   return static_cast<int64_t>(h >> (32 - bits));
-}
-
-double Sigmoid(double z) {
-  if (z >= 0) return 1.0 / (1.0 + std::exp(-z));
-  const double e = std::exp(z);
-  return e / (1.0 + e);
-}
-
-double Softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
-
-// 1: labels present (or no rows) and all in [0, num_classes); 0: no labels; 2: a label out of range.
-float LabelState(const data::Table& t) {
-  if (t.rows == 0) return 1.0f;
-  if (static_cast<int64_t>(t.labels.size()) != t.rows) return 0.0f;
-  for (int32_t y : t.labels) {
-    if (y < 0 || y >= t.num_classes) return 2.0f;
-  }
-  return 1.0f;
-}
-
-// What every worker knows about the whole stream after the first exchange (same checks as logreg's).
-struct StreamShape {
-  int64_t rows = 0;
-  std::vector<int64_t> rows_per_worker;
-};
-
-Result<StreamShape> ExchangeShape(const std::string& name, const data::Table& train, Collective* collective) {
-  std::vector<float> mine = {static_cast<float>(train.num_classes), static_cast<float>(train.cols),
-                             static_cast<float>(train.rows), LabelState(train)};
-  std::vector<float> all = mine;
-  if (collective != nullptr) {
-    GEOMX_ASSIGN_OR_RETURN(all, collective->AllGather(name + ".shape", mine));
-    if (all.size() != mine.size() * static_cast<size_t>(collective->world())) {
-      return Status::Internal(name + ": shape exchange returned " + std::to_string(all.size()) + " values");
-    }
-  }
-  StreamShape s;
-  for (size_t r = 0; r < all.size(); r += mine.size()) {
-    if (all[r] != all[0] || all[r + 1] != all[1]) {
-      return Status::InvalidArgument(name + ": the workers' shards disagree on the number of classes or columns");
-    }
-    if (all[r + 3] == 0.0f) return Status::InvalidArgument(name + ": the training table has no class labels");
-    if (all[r + 3] == 2.0f) {
-      return Status::InvalidArgument(name + ": a training label lies outside [0, " + std::to_string(train.num_classes) +
-                                     ")");
-    }
-    s.rows += static_cast<int64_t>(all[r + 2]);
-    s.rows_per_worker.push_back(static_cast<int64_t>(all[r + 2]));
-  }
-  if (s.rows == 0) return Status::InvalidArgument(name + ": the training table is empty");
-  if (train.cols <= 0) return Status::InvalidArgument(name + ": the training table has no feature columns");
-  return s;
-}
-
-Status CheckClasses(const std::string& name, const data::Table& train, Collective* collective) {
-  if (train.num_classes < 2) {
-    return Status::InvalidArgument(name + ": a classifier needs at least two classes, the table has " +
-                                   std::to_string(train.num_classes));
-  }
-  std::vector<float> counts(static_cast<size_t>(train.num_classes), 0.0f);
-  for (int32_t y : train.labels) {
-    if (y >= 0 && y < train.num_classes) counts[static_cast<size_t>(y)] += 1.0f;
-  }
-  if (collective != nullptr) GEOMX_RETURN_IF_ERROR(collective->AllReduceSum(name + ".classes", counts));
-  int present = 0;
-  for (float c : counts) present += c > 0 ? 1 : 0;
-  if (present < 2) {
-    return Status::InvalidArgument(name + ": a classifier needs at least two classes, the training labels hold " +
-                                   std::to_string(present));
-  }
-  return Status::Ok();
 }
 
 class OnlineLogistic final : public Estimator {
@@ -188,8 +118,8 @@ void OnlineLogistic::Margins(const data::Table& t, int64_t i, double* margins) c
 
 Status OnlineLogistic::Fit(const data::Table& train, const FitContext& context) {
   Collective* collective = context.collective;
-  GEOMX_ASSIGN_OR_RETURN(StreamShape shape, ExchangeShape(name_, train, collective));
-  GEOMX_RETURN_IF_ERROR(CheckClasses(name_, train, collective));
+  GEOMX_ASSIGN_OR_RETURN(ShardShape shape, ExchangeShardShape(name_, train, collective));
+  GEOMX_RETURN_IF_ERROR(CheckClassesAcrossShards(name_, train, collective));
   Shape(train.cols, train.num_classes, config_.hash_bits, config_.fit_intercept);
   const int64_t L = learners_, P = size();
   w_.assign(static_cast<size_t>(P), 0.0f);

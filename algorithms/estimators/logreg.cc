@@ -33,6 +33,7 @@
 
 #include "algorithms/estimators/estimator.h"
 #include "algorithms/estimators/logreg_kernels.h"
+#include "algorithms/estimators/shard_checks.h"
 #include "engine/base/check.h"
 #include "engine/kernels/optimizer_update.h"
 
@@ -61,15 +62,6 @@ struct LogRegConfig {
   int64_t batch_size = 256;
   double lr = 0.001;
 };
-
-double Sigmoid(double z) {
-  if (z >= 0) return 1.0 / (1.0 + std::exp(-z));
-  const double e = std::exp(z);
-  return e / (1.0 + e);
-}
-
-// log(1 + exp(z)) without overflow.
-double Softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
 
 // Row loss and residual: for scores z[0..m) of a row with label y and weight s, returns s * loss and overwrites z
 // with s * dloss/dz.
@@ -222,78 +214,6 @@ double DataTerm(const data::Table& t, const RowSet& rows, const float* w, const 
   return loss;
 }
 
-// 1: labels present (or no rows) and all in [0, num_classes); 0: no labels; 2: a label out of range.
-float LabelState(const data::Table& t) {
-  if (t.rows == 0) return 1.0f;
-  if (static_cast<int64_t>(t.labels.size()) != t.rows) return 0.0f;
-  for (int32_t y : t.labels) {
-    if (y < 0 || y >= t.num_classes) return 2.0f;
-  }
-  return 1.0f;
-}
-
-// What every worker knows about the whole training set after the first exchange.
-struct GlobalShape {
-  int64_t rows = 0;       // all shards
-  double weight = 0;      // S = sum of row weights over all shards
-  std::vector<int64_t> rows_per_worker;
-};
-
-// Checks the shards agree on the layout (same column and class counts) and have labels; every worker reaches the
-// same verdict because it is computed from the same gathered values.
-Result<GlobalShape> ExchangeShape(const std::string& name, const data::Table& train, Collective* collective) {
-  double local_weight = 0;
-  for (int64_t i = 0; i < train.rows; ++i) local_weight += train.weight(i);
-  std::vector<float> mine = {static_cast<float>(train.num_classes), static_cast<float>(train.cols),
-                             static_cast<float>(local_weight), static_cast<float>(train.rows),
-                             LabelState(train)};
-  std::vector<float> all = mine;
-  if (collective != nullptr) {
-    GEOMX_ASSIGN_OR_RETURN(all, collective->AllGather(name + ".shape", mine));
-    if (all.size() != mine.size() * static_cast<size_t>(collective->world())) {
-      return Status::Internal(name + ": shape exchange returned " + std::to_string(all.size()) + " values");
-    }
-  }
-  GlobalShape g;
-  for (size_t r = 0; r < all.size(); r += mine.size()) {
-    if (all[r] != all[0] || all[r + 1] != all[1]) {
-      return Status::InvalidArgument(name + ": the workers' shards disagree on the number of classes or columns");
-    }
-    if (all[r + 4] == 0.0f) return Status::InvalidArgument(name + ": the training table has no class labels");
-    if (all[r + 4] == 2.0f) {
-      return Status::InvalidArgument(name + ": a training label lies outside [0, " + std::to_string(train.num_classes) +
-                                     ")");
-    }
-    g.weight += all[r + 2];
-    g.rows += static_cast<int64_t>(all[r + 3]);
-    g.rows_per_worker.push_back(static_cast<int64_t>(all[r + 3]));
-  }
-  if (g.rows == 0) return Status::InvalidArgument(name + ": the training table is empty");
-  if (train.cols <= 0) return Status::InvalidArgument(name + ": the training table has no feature columns");
-  if (!(g.weight > 0)) return Status::InvalidArgument(name + ": the row weights sum to " + std::to_string(g.weight));
-  return g;
-}
-
-// Class counts over all shards; kInvalidArgument unless at least two classes occur.
-Status CheckClasses(const std::string& name, const data::Table& train, Collective* collective) {
-  if (train.num_classes < 2) {
-    return Status::InvalidArgument(name + ": a classifier needs at least two classes, the table has " +
-                                   std::to_string(train.num_classes));
-  }
-  std::vector<float> counts(static_cast<size_t>(train.num_classes), 0.0f);
-  for (int32_t y : train.labels) {
-    if (y >= 0 && y < train.num_classes) counts[static_cast<size_t>(y)] += 1.0f;
-  }
-  if (collective != nullptr) GEOMX_RETURN_IF_ERROR(collective->AllReduceSum(name + ".classes", counts));
-  int present = 0;
-  for (float c : counts) present += c > 0 ? 1 : 0;
-  if (present < 2) {
-    return Status::InvalidArgument(name + ": a classifier needs at least two classes, the training labels hold " +
-                                   std::to_string(present));
-  }
-  return Status::Ok();
-}
-
 // Splits a double into two floats whose float sums across workers stay accurate (~1e-11 absolute for |x| < 4096):
 // the high part lies on a 2^-12 grid, so adding a few of them is exact in float.
 void SplitDouble(double x, float* hi, float* lo) {
@@ -318,8 +238,8 @@ class LogReg final : public Estimator {
  private:
   // Full-batch objective over this worker's shard (and the others' through the collective).
   class Objective;
-  Status FitLbfgs(const data::Table& train, const FitContext& context, const GlobalShape& shape);
-  Status FitMiniBatch(const data::Table& train, const FitContext& context, const GlobalShape& shape);
+  Status FitLbfgs(const data::Table& train, const FitContext& context, const ShardShape& shape);
+  Status FitMiniBatch(const data::Table& train, const FitContext& context, const ShardShape& shape);
   double RegValue(const float* w) const;
   void ReportStep(const FitContext& context, int64_t step, double loss) const;
 
@@ -525,7 +445,7 @@ Status WolfeSearch(Eval&& eval, const std::vector<double>& x0, double f0, const 
   return Status::Ok();
 }
 
-Status LogReg::FitLbfgs(const data::Table& train, const FitContext& context, const GlobalShape& shape) {
+Status LogReg::FitLbfgs(const data::Table& train, const FitContext& context, const ShardShape& shape) {
   Objective obj(*this, train, context, shape.weight);
   const int64_t n = obj.size();
   auto eval = [&obj](const std::vector<double>& x, double* f, std::vector<double>* g) { return obj.Eval(x, f, g); };
@@ -598,7 +518,7 @@ Status LogReg::FitLbfgs(const data::Table& train, const FitContext& context, con
   return Status::Ok();
 }
 
-Status LogReg::FitMiniBatch(const data::Table& train, const FitContext& context, const GlobalShape& shape) {
+Status LogReg::FitMiniBatch(const data::Table& train, const FitContext& context, const ShardShape& shape) {
   const int64_t nw = cols_ * m_, m = m_;
   const int64_t batch = config_.batch_size;
   // Same number of steps on every worker: the largest shard decides; exhausted shards contribute empty batches.
@@ -700,8 +620,8 @@ Status LogReg::Fit(const data::Table& train, const FitContext& context) {
     return Status::InvalidArgument(
         "logreg: penalty 'l1' needs solver 'sgd' or 'adam' (lbfgs needs a smooth objective; set solver: sgd or adam)");
   }
-  GEOMX_ASSIGN_OR_RETURN(GlobalShape shape, ExchangeShape("logreg", train, context.collective));
-  GEOMX_RETURN_IF_ERROR(CheckClasses("logreg", train, context.collective));
+  GEOMX_ASSIGN_OR_RETURN(ShardShape shape, ExchangeShardShape("logreg", train, context.collective));
+  GEOMX_RETURN_IF_ERROR(CheckClassesAcrossShards("logreg", train, context.collective));
   cols_ = train.cols;
   num_classes_ = train.num_classes;
   m_ = num_classes_ == 2 ? 1 : num_classes_;
