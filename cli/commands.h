@@ -14,6 +14,11 @@ namespace geomx::cli {
 Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe, const std::vector<std::string>& sets,
                       bool json);
 
+// `geomx predict RUN INPUT --out FILE` for a neural-network run folder (its recipe and last checkpoint): INPUT is an
+// IDX image file (mnist, fashion-mnist models) or csv/libsvm rows (table models); FILE gets the predicted class and
+// the class probabilities per example, written atomically.
+Status RunNeuralPredict(const std::string& run, const std::string& input, const std::string& out);
+
 // `geomx data list`: known datasets, where `path: auto` looks, and whether the files are there.
 Status RunDataListCommand();
 // `geomx data inspect FILE`: format, counts, shapes, class histogram.

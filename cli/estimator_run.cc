@@ -17,6 +17,7 @@
 #include "algorithms/cluster/roles.h"
 #include "algorithms/cluster/tiers.h"
 #include "algorithms/estimators/ps_collective.h"
+#include "cli/commands.h"
 #include "cli/json_writer.h"
 #include "cli/run_report.h"
 #include "cli/run_dir.h"
@@ -224,10 +225,7 @@ Status RunPredictCommand(const std::string& run, const std::string& input, const
   std::error_code ec;
   if (!fs::exists(model_path, ec)) {
     std::error_code ec2;
-    if (fs::exists(fs::path(run) / "recipe.yaml", ec2)) {
-      return Status::Unimplemented(run + " is a neural-network run; geomx predict reads classical-algorithm runs "
-                                   "(their model.gxm) in this build");
-    }
+    if (fs::exists(fs::path(run) / "recipe.yaml", ec2)) return RunNeuralPredict(run, input, out);
     return Status::NotFound(run + ": no model file (expected a run folder holding " +
                             std::string(algorithms::kModelFileName) + ", or the model file itself)");
   }

@@ -28,7 +28,7 @@ Status RunAlgorithmWorker(const Recipe& recipe, const std::string& party, int ra
 Status EvalAlgorithmRun(const std::string& run_dir, const Recipe& recipe, bool json);
 
 // `geomx predict RUN INPUT --out FILE`: RUN is a run folder (or a model.gxm file) of an algorithm run; INPUT a csv
-// or libsvm file in the training data's layout. Writes FILE atomically as CSV: a header, then per row the
+// or libsvm file in the training data's layout. A neural run folder goes to RunNeuralPredict (cli/commands.h). Writes FILE atomically as CSV: a header, then per row the
 // prediction (class name or id, value, score or cluster) and, where the model has them, the class probabilities.
 Status RunPredictCommand(const std::string& run, const std::string& input, const std::string& out, int threads);
 

@@ -51,6 +51,11 @@ std::string DatasetHelp(const std::string& name);
 // The directories path: "auto" tries for `name`, in order (empty for names that need an explicit path).
 std::vector<std::string> DatasetSearchPaths(const std::string& name);
 
+// One IDX image file ([N, H, W] u8, gzip or raw) as a dataset normalised like `config`'s training data (mnist or
+// fashion-mnist; labels all 0): the input of `geomx predict` for image models. kDataLoss naming the file for a bad
+// header or size, kInvalidArgument for another dataset.
+Result<std::shared_ptr<const Dataset>> OpenIdxImageFile(const std::string& path, const DataConfig& config);
+
 // Describes a single data file (for `geomx data inspect`): format, counts, shapes, class histogram as text.
 Result<std::string> InspectDataFile(const std::string& path);
 

@@ -140,6 +140,42 @@ Result<std::string> FindIdxFile(const std::string& dir, const std::string& prefi
   return Status::NotFound(dir + ": no " + prefix + "-" + kind + "-" + idx_n + "-ubyte[.gz] (looked for " + tried + ")");
 }
 
+// The images of `image_path` (a 3-d u8 IDX file) as a dataset normalised with `spec`'s constants. With `labels`
+// (read from `label_path`), their count must match; without, every label is 0 (images to predict).
+Result<std::shared_ptr<const Dataset>> LoadIdxImages(const std::string& image_path, std::vector<int32_t>* labels,
+                                                     const std::string& label_path, const IdxSpec& spec,
+                                                     const DataConfig& config) {
+  GEOMX_ASSIGN_OR_RETURN(FileBytes images_file, ReadDataFile(image_path));
+  GEOMX_ASSIGN_OR_RETURN(const IdxHeader ih, ParseIdxHeader(images_file.bytes, image_path, "image"));
+  if (ih.type != IdxType::kU8 || ih.dims.size() != 3) {
+    return Status::DataLoss(image_path + ": expected a 3-d u8 IDX image file [N, H, W], got " +
+                            std::to_string(ih.dims.size()) + "-d " + std::string(IdxTypeName(ih.type)));
+  }
+  std::vector<int32_t> zeros;
+  if (labels == nullptr) {
+    zeros.assign(static_cast<size_t>(ih.dims[0]), 0);
+    labels = &zeros;
+  } else if (ih.dims[0] != static_cast<int64_t>(labels->size())) {
+    return Status::DataLoss(image_path + " holds " + std::to_string(ih.dims[0]) + " images but " + label_path +
+                            " holds " + std::to_string(labels->size()) + " labels");
+  }
+  if (ih.dims[1] == 0 || ih.dims[2] == 0 || ih.dims[1] * ih.dims[2] > (int64_t{1} << 24)) {
+    return Status::DataLoss(image_path + ": implausible image size " + std::to_string(ih.dims[1]) + "x" +
+                            std::to_string(ih.dims[2]));
+  }
+
+  DatasetInfo info;
+  info.format = images_file.gzipped ? "idx.gz" : "idx";
+  info.source = image_path;
+  info.example_shape = {1, ih.dims[1], ih.dims[2]};
+  info.num_classes = static_cast<int>(spec.class_names.size());
+  info.class_names = spec.class_names;
+  ImageNormalization norm;
+  if (config.normalize) norm = {{spec.mean}, {spec.std}};
+  return std::shared_ptr<const Dataset>(std::make_shared<U8ImageDataset>(
+      std::move(info), std::move(images_file.bytes), ih.data_offset, std::move(*labels), norm, /*crop_pad=*/2));
+}
+
 Result<std::shared_ptr<const Dataset>> LoadIdxSplit(const std::string& dir, const std::string& prefix,
                                                     const IdxSpec& spec, const DataConfig& config) {
   GEOMX_ASSIGN_OR_RETURN(const std::string image_path, FindIdxFile(dir, prefix, "images", "idx3"));
@@ -162,32 +198,7 @@ Result<std::shared_ptr<const Dataset>> LoadIdxSplit(const std::string& dir, cons
     labels[i] = v;
   }
   labels_file = {};
-
-  GEOMX_ASSIGN_OR_RETURN(FileBytes images_file, ReadDataFile(image_path));
-  GEOMX_ASSIGN_OR_RETURN(const IdxHeader ih, ParseIdxHeader(images_file.bytes, image_path, "image"));
-  if (ih.type != IdxType::kU8 || ih.dims.size() != 3) {
-    return Status::DataLoss(image_path + ": expected a 3-d u8 IDX image file [N, H, W], got " +
-                            std::to_string(ih.dims.size()) + "-d " + std::string(IdxTypeName(ih.type)));
-  }
-  if (ih.dims[0] != lh.dims[0]) {
-    return Status::DataLoss(image_path + " holds " + std::to_string(ih.dims[0]) + " images but " + label_path +
-                            " holds " + std::to_string(lh.dims[0]) + " labels");
-  }
-  if (ih.dims[1] == 0 || ih.dims[2] == 0 || ih.dims[1] * ih.dims[2] > (int64_t{1} << 24)) {
-    return Status::DataLoss(image_path + ": implausible image size " + std::to_string(ih.dims[1]) + "x" +
-                            std::to_string(ih.dims[2]));
-  }
-
-  DatasetInfo info;
-  info.format = images_file.gzipped ? "idx.gz" : "idx";
-  info.source = image_path;
-  info.example_shape = {1, ih.dims[1], ih.dims[2]};
-  info.num_classes = num_classes;
-  info.class_names = spec.class_names;
-  ImageNormalization norm;
-  if (config.normalize) norm = {{spec.mean}, {spec.std}};
-  return std::shared_ptr<const Dataset>(std::make_shared<U8ImageDataset>(
-      std::move(info), std::move(images_file.bytes), ih.data_offset, std::move(labels), norm, /*crop_pad=*/2));
+  return LoadIdxImages(image_path, &labels, label_path, spec, config);
 }
 
 Result<std::unique_ptr<DatasetSplits>> OpenIdx(const DataConfig& config, const IdxSpec& spec) {
@@ -210,5 +221,16 @@ GEOMX_REGISTER(
 }  // namespace
 
 void LinkIdxDatasets() {}
+
+Result<std::shared_ptr<const Dataset>> OpenIdxImageFile(const std::string& path, const DataConfig& config) {
+  const IdxSpec* spec = config.name == "fashion-mnist" ? &FashionMnistSpec()
+                        : config.name == "mnist"       ? &MnistSpec()
+                                                       : nullptr;
+  if (spec == nullptr) {
+    return Status::InvalidArgument(path + ": IDX images are read for mnist and fashion-mnist models, not " +
+                                   config.name);
+  }
+  return LoadIdxImages(path, nullptr, "", *spec, config);
+}
 
 }  // namespace geomx::data

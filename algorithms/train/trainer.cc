@@ -73,6 +73,38 @@ EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device,
   return r;
 }
 
+std::vector<float> PredictProbabilities(nn::Module& model, const data::Dataset& input, Device device,
+                                        int64_t batch_size, int64_t* classes) {
+  const bool was_training = model.training();
+  model.Eval();
+  autograd::NoGradGuard no_grad;
+  const auto& shape = input.info().example_shape;
+  int64_t row = 1;
+  for (int64_t d : shape) row *= d;
+  std::vector<float> out;
+  *classes = 0;
+  for (int64_t begin = 0; begin < input.size(); begin += batch_size) {
+    const int64_t b = std::min(batch_size, input.size() - begin);
+    std::vector<int64_t> dims = {b};
+    dims.insert(dims.end(), shape.begin(), shape.end());
+    Tensor x = Tensor::Empty(Shape(dims));
+    float* xp = x.data<float>();
+    for (int64_t i = 0; i < b; ++i) input.Get(begin + i, xp + i * row, nullptr);
+    const std::vector<float> logits = model.Forward(autograd::Variable(x.To(device))).data().ToFloatVector();
+    const int64_t k = static_cast<int64_t>(logits.size()) / b;
+    *classes = k;
+    for (int64_t i = 0; i < b; ++i) {
+      const float* z = logits.data() + i * k;
+      const float top = *std::max_element(z, z + k);
+      double sum = 0;
+      for (int64_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(z[c]) - top);
+      for (int64_t c = 0; c < k; ++c) out.push_back(static_cast<float>(std::exp(static_cast<double>(z[c]) - top) / sum));
+    }
+  }
+  model.Train(was_training);
+  return out;
+}
+
 Trainer::Trainer(TrainerOptions options, nn::Module* model, nn::Optimizer* optimizer, data::DataLoader* loader,
                  const data::Dataset* test, TrainerListener* listener, const std::atomic<bool>* interrupted,
                  ParameterUpdate* update)

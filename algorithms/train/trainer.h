@@ -44,6 +44,11 @@ struct EvalResult {
   int64_t examples = 0;
 };
 
+// Class probabilities (softmax of the logits) of `model` in eval mode for every example of `input`: rows x
+// *classes floats, row-major. For `geomx predict`.
+std::vector<float> PredictProbabilities(nn::Module& model, const data::Dataset& input, Device device,
+                                        int64_t batch_size, int64_t* classes);
+
 // Evaluates `model` (switched to eval mode and back) on the first `limit` examples of `test` (0 = all).
 EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device, int64_t batch_size,
                     int64_t limit);

@@ -3,8 +3,10 @@
 // folder on a small CSV file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cli/recipe.h"
 #include "tests/cli/recipe_test_util.h"
@@ -203,6 +205,78 @@ TEST(AlgorithmCliTest, TopologyRunFitsThroughTheParameterServer) {
   auto mixed = RunGeomx("train two.yaml --set sync.mode=mixed --dry-run", dir.path());
   EXPECT_EQ(mixed.exit_code, 2) << mixed.output;
   EXPECT_NE(mixed.output.find("use fsa"), std::string::npos) << mixed.output;
+}
+
+}  // namespace
+}  // namespace geomx::cli
+
+namespace geomx::cli {
+namespace {
+
+double JsonNumber(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": ");
+  return at == std::string::npos ? -1.0 : std::stod(json.substr(at + key.size() + 4));
+}
+
+// geomx predict on a neural run: the classes it writes for the test file give exactly the accuracy geomx eval
+// computes on the same file (two paths through the model: PredictProbabilities and Evaluate).
+TEST(NeuralPredictTest, CsvModelPredictionsAgreeWithEval) {
+  ScratchDir dir;
+  WriteFile(dir / "train.csv", CsvTable(400));
+  std::string test = CsvTable(60);
+  WriteFile(dir / "test.csv", test);
+  WriteFile(dir / "r.yaml",
+            "name: mlp\nthreads: 2\nmodel: {name: mlp, hidden: [16]}\n"
+            "data: {name: csv, path: train.csv, test_path: test.csv, batch_size: 32}\n"
+            "optimizer: {name: adam, lr: 0.01}\ntraining: {epochs: 3}\n");
+  auto train = RunGeomx("train r.yaml --out run", dir.path());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  auto eval = RunGeomx("eval run --json", dir.path());
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  const double accuracy = JsonNumber(eval.output, "test_accuracy");
+  auto predict = RunGeomx("predict run test.csv --out p.csv", dir.path());
+  ASSERT_EQ(predict.exit_code, 0) << predict.output;
+  const std::string p = testing::ReadFile(dir / "p.csv");
+  ASSERT_EQ(p.rfind("prediction,p_neg,p_pos\n", 0), 0u) << p;
+  // Compare row by row with the labels of test.csv (last column).
+  std::vector<std::string> predicted, truth;
+  for (size_t at = p.find('\n') + 1; at < p.size(); at = p.find('\n', at) + 1) predicted.push_back(p.substr(at, 3));
+  for (size_t at = test.find('\n') + 1; at < test.size(); at = test.find('\n', at) + 1) {
+    const size_t end = test.find('\n', at);
+    truth.push_back(test.substr(test.rfind(',', end) + 1, 3));
+  }
+  ASSERT_EQ(predicted.size(), 60u);
+  ASSERT_EQ(truth.size(), 60u);
+  int right = 0;
+  for (size_t i = 0; i < truth.size(); ++i) right += predicted[i] == truth[i];
+  EXPECT_NEAR(right / 60.0, accuracy, 1e-9) << eval.output;
+}
+
+TEST(NeuralPredictTest, ImageModelReadsIdxImagesAndRejectsOtherFiles) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  }
+  ScratchDir dir;
+  WriteFile(dir / "r.yaml",
+            "name: fm\nthreads: 2\nmodel: {name: mlp, hidden: [16]}\ndata: {name: fashion-mnist, batch_size: 256}\n"
+            "optimizer: {name: adam, lr: 0.01}\ntraining: {epochs: 1}\n");
+  auto train = RunGeomx("train r.yaml --out run", dir.path());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  // Three 28x28 images: IDX header (magic 0x00000803, dims 3, 28, 28) and pixels.
+  std::string idx = {0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 28, 0, 0, 0, 28};
+  for (int i = 0; i < 3 * 28 * 28; ++i) idx.push_back(static_cast<char>((i * 7) % 256));
+  WriteFile(dir / "three.idx", idx);
+  auto predict = RunGeomx("predict run three.idx --out p.csv", dir.path());
+  ASSERT_EQ(predict.exit_code, 0) << predict.output;
+  const std::string p = testing::ReadFile(dir / "p.csv");
+  EXPECT_EQ(p.rfind("prediction,p_T-shirt/top,p_Trouser,", 0), 0u) << p;
+  EXPECT_EQ(std::count(p.begin(), p.end(), '\n'), 4);
+  // A labels file is not images: exit 2 naming the file, and no output.
+  WriteFile(dir / "labels.idx", std::string({0, 0, 8, 1, 0, 0, 0, 2, 1, 2}));
+  auto bad = RunGeomx("predict run labels.idx --out q.csv", dir.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("labels.idx: expected a 3-d u8 IDX image file"), std::string::npos) << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "q.csv"));
 }
 
 }  // namespace
