@@ -184,7 +184,7 @@ std::vector<RecipeKey> BuildTable() {
        .help = "algorithm recipes: train on a fixed-seed random subsample of this many examples; 0 = all."},
 
       {.path = "optimizer.name", .field = [](R r) -> F { return &r.optimizer.name; },
-       .allowed = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam", "adamw"},
+       .allowed = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam", "adamw", "ftrl"},
        .noun = "optimizer", .help = "The update rule."},
       {.path = "optimizer.lr", .field = [](R r) -> F { return &r.optimizer.lr; }, .range = Above(0),
        .help = "Base learning rate (see optimizer.schedule)."},
@@ -200,6 +200,10 @@ std::vector<RecipeKey> BuildTable() {
        .help = "rmsprop, adadelta: decay of the squared-gradient average."},
       {.path = "optimizer.eps", .field = [](R r) -> F { return &r.optimizer.eps; }, .range = Above(0),
        .help = "Added to denominators for numerical stability."},
+      {.path = "optimizer.l1", .field = [](R r) -> F { return &r.optimizer.l1; }, .range = AtLeast(0),
+       .help = "ftrl: L1 strength; coordinates whose accumulated gradient stays within it are exactly 0."},
+      {.path = "optimizer.ftrl_beta", .field = [](R r) -> F { return &r.optimizer.ftrl_beta; }, .range = AtLeast(0),
+       .help = "ftrl: beta of the per-coordinate rate lr / (beta + sqrt(sum of squared gradients))."},
 
       {.path = "optimizer.where", .field = [](R r) -> F { return &r.optimizer_where; },
        .allowed = {"global-server", "worker"}, .noun = "placement",

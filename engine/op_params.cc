@@ -32,7 +32,8 @@ int UpdateRuleStateCount(UpdateRule rule) {
     case UpdateRule::kRmsProp: return 1;
     case UpdateRule::kAdaDelta:
     case UpdateRule::kAdam:
-    case UpdateRule::kAdamW: return 2;
+    case UpdateRule::kAdamW:
+    case UpdateRule::kFtrl: return 2;
   }
   return 0;
 }

@@ -58,6 +58,7 @@ enum class UpdateRule : uint8_t {
   kAdaDelta,   // s = rho*s+(1-rho)g'^2; d = sqrt(u+eps)/sqrt(s+eps)*g'; u = rho*u+(1-rho)d^2; w -= lr*d   state: s,u
   kAdam,       // L2 (wd added to g); bias-corrected with `step`        state: m, v
   kAdamW,      // decoupled weight decay: w -= lr*wd*w                   state: m, v
+  kFtrl,       // FTRL-Proximal (engine/kernels/online_update.h), alpha = lr, l2 = wd   state: z, n
 };
 
 struct UpdateHyper {
@@ -67,6 +68,8 @@ struct UpdateHyper {
   float beta1 = 0.9f, beta2 = 0.999f;  // kAdam, kAdamW
   float rho = 0.9f;       // kRmsProp, kAdaDelta
   float eps = 1e-8f;
+  float l1 = 0.01f;       // kFtrl: L1 strength (weights with |z| <= l1 are exactly 0)
+  float ftrl_beta = 1.0f; // kFtrl: the beta of the per-coordinate rate alpha / (beta + sqrt(n))
   int64_t step = 1;       // 1-based update count, for Adam bias correction
 };
 

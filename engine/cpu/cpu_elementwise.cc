@@ -15,6 +15,7 @@
 #include "engine/cpu/cpu_backend.h"
 #include "engine/kernels/cross_entropy.h"
 #include "engine/kernels/elementwise.h"
+#include "engine/kernels/online_update.h"
 #include "engine/kernels/optimizer_update.h"
 
 namespace geomx {
@@ -375,6 +376,7 @@ Status CpuBackend::ApplyUpdate(UpdateRule rule, const UpdateHyper& h, const Tens
     case UpdateRule::kAdaDelta: UpdateLoop(kernels::AdaDeltaUpdate::Make(h), grad, param, state); break;
     case UpdateRule::kAdam: UpdateLoop(kernels::AdamUpdate::Make(h), grad, param, state); break;
     case UpdateRule::kAdamW: UpdateLoop(kernels::AdamWUpdate::Make(h), grad, param, state); break;
+    case UpdateRule::kFtrl: UpdateLoop(kernels::FtrlUpdate::Make(h), grad, param, state); break;
   }
   return Status::Ok();
 }

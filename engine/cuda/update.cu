@@ -1,9 +1,11 @@
 // Optimizer updates: one grid-stride kernel per UpdateRule over the functors of engine/kernels/optimizer_update.h
+// and online_update.h
 // (the CPU's UpdateLoop runs the same functors). Declarations and contracts: cuda_kernels.h.
 #include <cstdint>
 
 #include "engine/cuda/cuda_kernels.h"
 #include "engine/cuda/grid.cuh"
+#include "engine/kernels/online_update.h"
 #include "engine/kernels/optimizer_update.h"
 
 namespace geomx::cuda {
@@ -43,6 +45,7 @@ cudaError_t LaunchUpdate(UpdateRule rule, const UpdateHyper& h, const float* gra
     case UpdateRule::kAdaDelta: return Run(kernels::AdaDeltaUpdate::Make(h), grad, param, s0, s1, n, stream);
     case UpdateRule::kAdam: return Run(kernels::AdamUpdate::Make(h), grad, param, s0, s1, n, stream);
     case UpdateRule::kAdamW: return Run(kernels::AdamWUpdate::Make(h), grad, param, s0, s1, n, stream);
+    case UpdateRule::kFtrl: return Run(kernels::FtrlUpdate::Make(h), grad, param, s0, s1, n, stream);
   }
   return cudaErrorInvalidValue;
 }

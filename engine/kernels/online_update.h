@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "engine/kernels/host_device.h"
+#include "engine/op_params.h"
 
 namespace geomx::kernels {
 
@@ -25,6 +26,8 @@ namespace geomx::kernels {
 struct FtrlUpdate {
   static constexpr int kStates = 2;
   float alpha, beta, l1, l2;
+  // The optimizer form (UpdateRule::kFtrl): alpha = lr, beta = ftrl_beta, l1, l2 = weight_decay.
+  static FtrlUpdate Make(const UpdateHyper& h) { return {h.lr, h.ftrl_beta, h.l1, h.weight_decay}; }
   // The weight the state (z, n) stands for (the last line above).
   GEOMX_HOST_DEVICE float Weight(float z, float n) const { return WeightOfSqrt(z, std::sqrt(n)); }
   GEOMX_HOST_DEVICE void operator()(float& w, float g, float& z, float& n) const {

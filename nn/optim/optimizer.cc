@@ -1,4 +1,4 @@
-// The eight built-in rules (sgd ... adamw) share one class: they differ only in the engine UpdateRule and the
+// The nine built-in rules (sgd ... adamw, ftrl) share one class: they differ only in the engine UpdateRule and the
 // names of their state slots. The update math itself lives once, in engine/kernels (ops::ApplyUpdate).
 #include "nn/optim/optimizer.h"
 
@@ -29,6 +29,8 @@ class RuleOptimizer : public Optimizer {
     hyper_.beta2 = c.beta2;
     hyper_.rho = c.rho;
     hyper_.eps = c.eps;
+    hyper_.l1 = c.l1;
+    hyper_.ftrl_beta = c.ftrl_beta;
   }
 
   std::string_view name() const override { return name_; }
@@ -124,6 +126,8 @@ GEOMX_REGISTER(OptimizerRegistry, "adadelta", RuleFactory("adadelta", UpdateRule
 GEOMX_REGISTER(OptimizerRegistry, "adam", RuleFactory("adam", UpdateRule::kAdam, {"m", "v"}), "Adam (L2 decay)");
 GEOMX_REGISTER(OptimizerRegistry, "adamw", RuleFactory("adamw", UpdateRule::kAdamW, {"m", "v"}),
                "AdamW (decoupled weight decay)");
+GEOMX_REGISTER(OptimizerRegistry, "ftrl", RuleFactory("ftrl", UpdateRule::kFtrl, {"z", "n"}),
+               "FTRL-Proximal (per-coordinate rates, L1 sparsity; lr is alpha, weight_decay is l2), as MXNet's Ftrl");
 
 }  // namespace
 

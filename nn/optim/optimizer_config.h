@@ -6,7 +6,7 @@
 namespace geomx::nn {
 
 struct OptimizerConfig {
-  std::string name = "adam";  // sgd | momentum | nesterov | adagrad | rmsprop | adadelta | adam | adamw
+  std::string name = "adam";  // sgd | momentum | nesterov | adagrad | rmsprop | adadelta | adam | adamw | ftrl
   float lr = 0.001f;          // > 0
   float weight_decay = 0.0f;  // >= 0 (L2 for all but adamw, decoupled for adamw)
   float momentum = 0.9f;      // momentum, nesterov: [0, 1)
@@ -14,6 +14,8 @@ struct OptimizerConfig {
   float beta2 = 0.999f;       // adam, adamw: [0, 1)
   float rho = 0.9f;           // rmsprop, adadelta: [0, 1)
   float eps = 1e-8f;          // > 0
+  float l1 = 0.01f;           // ftrl: L1 strength, >= 0 (MXNet's lamda1)
+  float ftrl_beta = 1.0f;     // ftrl: beta of the per-coordinate rate lr / (beta + sqrt(n)), >= 0
 };
 
 struct LrScheduleConfig {

@@ -68,6 +68,8 @@ optimizer:
   beta2: 0.99
   rho: 0.95
   eps: 1e-6
+  l1: 0.5
+  ftrl_beta: 2
   where: worker
   schedule:
     name: cosine
@@ -441,7 +443,7 @@ TEST(RecipeTest, UnknownNamesListTheAllowedOnes) {
                   "libsvm, image-folder, synthetic, friedman1, letor-synthetic"});
   EXPECT_EQ(ErrorLines("optimizer: {name: adma}"),
             Lines{"r.yaml:1:19: optimizer.name: unknown optimizer 'adma' (did you mean 'adam'?); known: sgd, "
-                  "momentum, nesterov, adagrad, rmsprop, adadelta, adam, adamw"});
+                  "momentum, nesterov, adagrad, rmsprop, adadelta, adam, adamw, ftrl"});
   EXPECT_EQ(ErrorLines("model: {activation: relux}"),
             Lines{"r.yaml:1:21: model.activation: unknown activation 'relux' (did you mean 'relu'?); known: relu, "
                   "tanh, sigmoid, gelu"});

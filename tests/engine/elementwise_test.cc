@@ -237,6 +237,15 @@ void ReferenceUpdate(UpdateRule rule, const UpdateHyper& h, double g, double* w,
       *w -= h.lr * d;
       break;
     }
+    case UpdateRule::kFtrl: {  // McMahan et al. 2013, Algorithm 1, alpha = lr, l2 = weight decay
+      const double sigma = (std::sqrt(*s1 + g * g) - std::sqrt(*s1)) / h.lr;
+      *s0 += g - sigma * *w;
+      *s1 += g * g;
+      *w = std::fabs(*s0) <= h.l1 ? 0.0
+                                   : -(*s0 - (*s0 > 0 ? h.l1 : -h.l1)) /
+                                         ((h.ftrl_beta + std::sqrt(*s1)) / h.lr + h.weight_decay);
+      break;
+    }
     case UpdateRule::kAdam:
     case UpdateRule::kAdamW: {
       const double gg = rule == UpdateRule::kAdam ? gp : g;
@@ -283,12 +292,19 @@ TEST_P(ElementwiseTest, UpdateRulesFirstStepHandValues) {
   h.weight_decay = 0.1f;
   EXPECT_NEAR(OneStep(dev(), UpdateRule::kAdamW, h), 1 - 0.1 - 0.01, 1e-6);  // decoupled decay lr*wd*w
   EXPECT_NEAR(OneStep(dev(), UpdateRule::kAdam, h), 0.9, 1e-6);   // L2 folded into g: still lr * sign(g')
+  // FTRL from w = 1, g = 0.5, alpha 0.1, beta 1, l1 0.01, l2 0.1: sigma = 0.5 / 0.1 = 5, z = 0.5 - 5 = -4.5,
+  // n = 0.25, w = (4.5 - 0.01) / ((1 + 0.5) / 0.1 + 0.1) = 4.49 / 15.1.
+  h.l1 = 0.01f;
+  h.ftrl_beta = 1.0f;
+  EXPECT_NEAR(OneStep(dev(), UpdateRule::kFtrl, h), 4.49 / 15.1, 1e-6);
+  h.l1 = 5.0f;  // |z| = 4.5 <= l1: exactly zero
+  EXPECT_EQ(OneStep(dev(), UpdateRule::kFtrl, h), 0.0f);
 }
 
 TEST_P(ElementwiseTest, UpdateRulesMatchReferenceOverSeveralSteps) {
   const std::vector<UpdateRule> rules = {UpdateRule::kSgd,     UpdateRule::kMomentum, UpdateRule::kNesterov,
                                          UpdateRule::kAdaGrad, UpdateRule::kRmsProp,  UpdateRule::kAdaDelta,
-                                         UpdateRule::kAdam,    UpdateRule::kAdamW};
+                                         UpdateRule::kAdam,    UpdateRule::kAdamW,    UpdateRule::kFtrl};
   for (int64_t n : {int64_t{5}, int64_t{100003}}) {
     for (UpdateRule rule : rules) {
       UpdateHyper h;

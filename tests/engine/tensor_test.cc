@@ -89,6 +89,7 @@ TEST(OpParamsTest, ActivationNamesAndStateCounts) {
   EXPECT_EQ(UpdateRuleStateCount(UpdateRule::kAdaDelta), 2);
   EXPECT_EQ(UpdateRuleStateCount(UpdateRule::kAdam), 2);
   EXPECT_EQ(UpdateRuleStateCount(UpdateRule::kAdamW), 2);
+  EXPECT_EQ(UpdateRuleStateCount(UpdateRule::kFtrl), 2);
 }
 
 TEST(CpuAllocatorTest, AlignedAndCounted) {

@@ -39,7 +39,15 @@ struct Reference {
     const double lr = c.lr, wd = c.weight_decay, mu = c.momentum, rho = c.rho, eps = c.eps;
     for (size_t i = 0; i < w.size(); ++i) {
       const double g = rule == "adamw" ? grad[i] : grad[i] + wd * w[i];
-      if (rule == "sgd") {
+      if (rule == "ftrl") {  // McMahan et al. 2013, Algorithm 1: alpha = lr, l2 = weight_decay; a = z, b = n
+        const double gr = grad[i];
+        const double sigma = (std::sqrt(b[i] + gr * gr) - std::sqrt(b[i])) / lr;
+        a[i] += gr - sigma * w[i];
+        b[i] += gr * gr;
+        const double l1 = c.l1;
+        w[i] = std::fabs(a[i]) <= l1 ? 0.0
+                                     : -(a[i] - (a[i] > 0 ? l1 : -l1)) / ((c.ftrl_beta + std::sqrt(b[i])) / lr + wd);
+      } else if (rule == "sgd") {
         w[i] -= lr * g;
       } else if (rule == "momentum") {
         a[i] = mu * a[i] + g;
@@ -122,10 +130,10 @@ TEST_P(OptimizerRuleTest, StateDictRoundTripContinuesIdentically) {
 
 INSTANTIATE_TEST_SUITE_P(AllRules, OptimizerRuleTest,
                          ::testing::Values("sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam",
-                                           "adamw"));
+                                           "adamw", "ftrl"));
 
-TEST(OptimizerTest, NamesAreTheEightRulesSorted) {
-  EXPECT_EQ(OptimizerNames(), (std::vector<std::string>{"adadelta", "adagrad", "adam", "adamw", "momentum",
+TEST(OptimizerTest, NamesAreTheNineRulesSorted) {
+  EXPECT_EQ(OptimizerNames(), (std::vector<std::string>{"adadelta", "adagrad", "adam", "adamw", "ftrl", "momentum",
                                                         "nesterov", "rmsprop", "sgd"}));
 }
 
