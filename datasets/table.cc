@@ -106,6 +106,25 @@ Table Table::ToDense() const {
   return out;
 }
 
+Table Table::ToSparse() const {
+  if (sparse) return *this;
+  Table out = *this;
+  out.sparse = true;
+  out.dense.clear();
+  out.row_ptr.assign(1, 0);
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = Row(i);
+    for (int64_t j = 0; j < cols; ++j) {
+      if (x[j] != 0.0f) {
+        out.col_index.push_back(static_cast<int32_t>(j));
+        out.values.push_back(x[j]);
+      }
+    }
+    out.row_ptr.push_back(static_cast<int64_t>(out.values.size()));
+  }
+  return out;
+}
+
 Status Table::Validate() const {
   const std::string where = source.empty() ? std::string("table") : source;
   if (rows < 0 || cols < 0) return Status::InvalidArgument(where + ": negative shape");

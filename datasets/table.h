@@ -64,6 +64,8 @@ struct Table {
   Table Select(const std::vector<int64_t>& index) const;
   // A dense copy (itself when already dense).
   Table ToDense() const;
+  // A CSR copy holding the non-zero values (itself when already sparse).
+  Table ToSparse() const;
   // Checks the invariants above (sizes, CSR order, label range); kInvalidArgument naming `source` and the row.
   Status Validate() const;
 };

@@ -56,6 +56,12 @@ TEST(TableTest, RowOperationsAgreeForDenseAndSparse) {
     EXPECT_EQ(picked.labels, (std::vector<int32_t>{1, 1, 0}));
     EXPECT_DOUBLE_EQ(picked.Dot(2, w), 4.5);
     EXPECT_EQ(t.ToDense().dense, DenseExample().dense);
+    const Table s = t.ToSparse();  // the CSR of SparseExample(), whichever it started from
+    EXPECT_TRUE(s.sparse);
+    EXPECT_EQ(s.row_ptr, SparseExample().row_ptr);
+    EXPECT_EQ(s.col_index, SparseExample().col_index);
+    EXPECT_EQ(s.values, SparseExample().values);
+    EXPECT_EQ(s.labels, t.labels);
   }
 }
 

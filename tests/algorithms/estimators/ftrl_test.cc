@@ -101,22 +101,6 @@ data::Table Blobs(int64_t n, int64_t d, int k, double sep, uint64_t seed) {
   return t;
 }
 
-data::Table ToSparse(const data::Table& dense) {
-  data::Table t = dense;
-  t.sparse = true;
-  t.dense.clear();
-  t.row_ptr = {0};
-  for (int64_t i = 0; i < dense.rows; ++i) {
-    for (int64_t j = 0; j < dense.cols; ++j) {
-      if (dense.Row(i)[j] != 0.0f) {
-        t.col_index.push_back(static_cast<int32_t>(j));
-        t.values.push_back(dense.Row(i)[j]);
-      }
-    }
-    t.row_ptr.push_back(static_cast<int64_t>(t.values.size()));
-  }
-  return t;
-}
 
 // ---- The update rules against hand-computed steps.
 
@@ -264,13 +248,13 @@ TEST(FtrlTest, SparseTableAndHashing) {
     SCOPED_TRACE(bits);
     const Params params = {{"hash_bits", bits}, {"batch_size", "4"}};
     auto dense = FitLocal("ftrl", params, t);
-    auto sparse = FitLocal("ftrl", params, ToSparse(t));
+    auto sparse = FitLocal("ftrl", params, t.ToSparse());
     EXPECT_EQ(Weights(*dense, "ftrl"), Weights(*sparse, "ftrl"));
   }
   auto hashed = FitLocal("ftrl", {{"hash_bits", "5"}}, t);
   EXPECT_EQ(Weights(*hashed, "ftrl").size(), 32u + 1u);  // 2^5 buckets + the intercept
   EXPECT_GT(Accuracy(*hashed, t), 0.6);                   // collisions cost accuracy, but it still learns
-  auto p = hashed->Predict(ToSparse(t), 1);
+  auto p = hashed->Predict(t.ToSparse(), 1);
   auto q = hashed->Predict(t, 1);
   ASSERT_TRUE(p.ok() && q.ok());
   EXPECT_EQ(p->value, q->value);
@@ -384,7 +368,7 @@ TEST(OnlineTest, SaveLoadRoundTripPredictsIdentically) {
       auto loaded = Make(name, {});  // the file's own shape wins over the parameter
       ASSERT_TRUE(loaded->Load(*reader).ok());
       auto a = e->Predict(t, 1);
-      auto b = loaded->Predict(ToSparse(t), 2);
+      auto b = loaded->Predict(t.ToSparse(), 2);
       ASSERT_TRUE(a.ok() && b.ok());
       EXPECT_EQ(a->value, b->value);
       EXPECT_EQ(a->proba, b->proba);

@@ -39,23 +39,6 @@ data::Table RandomTable(int64_t rows, int64_t cols, int num_classes, uint64_t se
   return DenseTable(rows, cols, std::move(x), std::move(y), num_classes);
 }
 
-data::Table ToSparse(const data::Table& t) {
-  data::Table s = t;
-  s.sparse = true;
-  s.dense.clear();
-  s.row_ptr = {0};
-  for (int64_t i = 0; i < t.rows; ++i) {
-    for (int64_t j = 0; j < t.cols; ++j) {
-      const float v = t.dense[static_cast<size_t>(i * t.cols + j)];
-      if (v != 0.0f) {
-        s.col_index.push_back(static_cast<int32_t>(j));
-        s.values.push_back(v);
-      }
-    }
-    s.row_ptr.push_back(static_cast<int64_t>(s.values.size()));
-  }
-  return s;
-}
 
 std::unique_ptr<Estimator> Make(const std::map<std::string, std::string>& params) {
   auto est = CreateEstimator("knn", params);
@@ -110,7 +93,7 @@ void ExpectMatchesNaive(const std::string& metric) {
   }
   // Sparse queries give the same answer as dense ones.
   auto dense = KnnKNeighbors(*est, queries, 1);
-  auto sparse = KnnKNeighbors(*est, ToSparse(queries), 1);
+  auto sparse = KnnKNeighbors(*est, queries.ToSparse(), 1);
   ASSERT_TRUE(dense.ok() && sparse.ok());
   EXPECT_EQ(dense->index, sparse->index);
   EXPECT_EQ(dense->distance, sparse->distance);

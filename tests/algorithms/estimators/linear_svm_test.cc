@@ -62,23 +62,6 @@ data::Table Friedman1(int64_t n, double noise, uint64_t seed) {
   return t;
 }
 
-data::Table ToSparse(const data::Table& dense) {
-  data::Table t = dense;
-  t.sparse = true;
-  t.dense.clear();
-  t.row_ptr = {0};
-  for (int64_t i = 0; i < dense.rows; ++i) {
-    for (int64_t j = 0; j < dense.cols; ++j) {
-      const float v = dense.Row(i)[j];
-      if (v != 0.0f) {
-        t.col_index.push_back(static_cast<int32_t>(j));
-        t.values.push_back(v);
-      }
-    }
-    t.row_ptr.push_back(static_cast<int64_t>(t.values.size()));
-  }
-  return t;
-}
 
 // Row i with the constant 1 appended (the bias feature), in double.
 std::vector<double> Augmented(const data::Table& t, int64_t i) {
@@ -350,11 +333,11 @@ TEST(LinearSvm, SparseInputGivesTheSameModel) {
   for (size_t k = 0; k < t.dense.size(); k += 3) t.dense[k] = 0.0f;  // some real zeros
   const Params p = {{"tol", "1e-6"}, {"max_iter", "100000"}};
   auto dense = FitLocal("linear-svm", p, t);
-  auto sparse = FitLocal("linear-svm", p, ToSparse(t));
+  auto sparse = FitLocal("linear-svm", p, t.ToSparse());
   const std::vector<float> a = SavedWeights(*dense), b = SavedWeights(*sparse);
   ASSERT_EQ(a.size(), b.size());
   for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-3);
-  EXPECT_EQ(PredictValues(*dense, t), PredictValues(*sparse, ToSparse(t)));
+  EXPECT_EQ(PredictValues(*dense, t), PredictValues(*sparse, t.ToSparse()));
 }
 
 TEST(LinearSvm, BalancedClassWeightMovesTheBoundaryTowardsTheMajority) {

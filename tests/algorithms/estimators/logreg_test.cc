@@ -48,23 +48,6 @@ data::Table Blobs(int64_t n, int64_t d, int k, double sep, uint64_t seed) {
   return t;
 }
 
-data::Table ToSparse(const data::Table& dense) {
-  data::Table t = dense;
-  t.sparse = true;
-  t.dense.clear();
-  t.row_ptr = {0};
-  for (int64_t i = 0; i < dense.rows; ++i) {
-    for (int64_t j = 0; j < dense.cols; ++j) {
-      const float v = dense.Row(i)[j];
-      if (v != 0.0f) {
-        t.col_index.push_back(static_cast<int32_t>(j));
-        t.values.push_back(v);
-      }
-    }
-    t.row_ptr.push_back(static_cast<int64_t>(t.values.size()));
-  }
-  return t;
-}
 
 std::unique_ptr<Estimator> Make(const Params& params) {
   auto e = CreateEstimator("logreg", params);
@@ -162,7 +145,7 @@ TEST_P(LogRegObjectiveTest, ObjectiveAndGradientMatchNaiveAndFiniteDifferences) 
     for (double& v : theta) v = static_cast<float>(u(rng));  // float-representable: the model computes in float
     const Params params = {{"C", "0.8"}, {"penalty", c.penalty}, {"fit_intercept", c.intercept ? "true" : "false"}};
     std::vector<double> grad;
-    const double f = LogRegObjectiveForTesting(sparse ? ToSparse(t) : t, params, theta, &grad);
+    const double f = LogRegObjectiveForTesting(sparse ? t.ToSparse() : t, params, theta, &grad);
     const bool l2 = c.penalty == "l2";
     EXPECT_NEAR(f, NaiveObjective(t, theta, c.intercept, 0.8, l2), 1e-6);
     ASSERT_EQ(static_cast<int64_t>(grad.size()), n);
@@ -250,11 +233,11 @@ TEST(LogRegTest, SparseTableGivesTheDenseModel) {
   for (size_t k = 0; k < t.dense.size(); k += 3) t.dense[k] = 0.0f;  // some real zeros
   const Params params = {{"tol", "1e-6"}, {"max_iter", "200"}};
   auto dense = FitLocal(params, t, 2);  // two threads: the per-thread partial sums
-  auto sparse = FitLocal(params, ToSparse(t), 1);
+  auto sparse = FitLocal(params, t.ToSparse(), 1);
   std::vector<float> a = Section(*dense, "logreg.coef"), b = Section(*sparse, "logreg.coef");
   ASSERT_EQ(a.size(), b.size());
   for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-3);
-  auto pd = dense->Predict(ToSparse(t), 1);
+  auto pd = dense->Predict(t.ToSparse(), 1);
   auto ps = sparse->Predict(t, 1);
   ASSERT_TRUE(pd.ok() && ps.ok());
   EXPECT_EQ(pd->value, ps->value);
@@ -362,7 +345,7 @@ TEST(LogRegTest, SaveLoadRoundTripPredictsIdentically) {
   ASSERT_TRUE(reader.ok());
   auto loaded = Make({});
   ASSERT_TRUE(loaded->Load(*reader).ok());
-  for (const data::Table& input : {t, ToSparse(t)}) {
+  for (const data::Table& input : {t, t.ToSparse()}) {
     auto a = e->Predict(input, 1);
     auto b = loaded->Predict(input, 2);
     ASSERT_TRUE(a.ok() && b.ok());

@@ -18,64 +18,21 @@
 #include "algorithms/cluster/tiers.h"
 #include "algorithms/cluster/worker_session.h"
 #include "algorithms/estimators/fit_job.h"
-#include "comm/loopback_van.h"
+#include "tests/algorithms/two_tier_job.h"
 
 namespace geomx::algorithms {
 namespace {
 
 constexpr int kWorkers = 4;
 
-cluster::ClusterConfig Config() {
-  cluster::ClusterConfig c;
-  for (const char* name : {"dc-a", "dc-b"}) {
-    comm::DataCentre dc;
-    dc.name = name;
-    dc.workers = 2;
-    c.topology.datacentres.push_back(dc);
-  }
-  c.topology.options.rendezvous_timeout_ms = 60000;
-  c.topology.options.request_timeout_ms = 60000;
-  return c;
-}
+using testing::RunTwoTierJob;
 
-cluster::RoleEnv LoopbackEnv(comm::LoopbackNetwork* net) {
-  cluster::RoleEnv env;
-  env.make_van = [net](const std::string&) { return std::make_unique<comm::LoopbackVan>(net); };
-  env.scheduler_endpoint = [](const std::string& tier, const std::string&, int) { return "loop://sched-" + tier; };
-  env.node_bind = [](const std::string& node, const std::string&) { return "loop://" + node; };
-  return env;
-}
+cluster::ClusterConfig Config() { return testing::TwoByTwoConfig(60000); }
 
-// Runs the servers, schedulers and master of the job, and `worker(party, rank)` for each worker, as threads.
-// Returns every role's status by name.
-std::map<std::string, Status> RunJob(const std::function<Status(const cluster::ClusterConfig&, const std::string&, int,
-                                                                const cluster::RoleEnv&)>& worker) {
-  const cluster::ClusterConfig c = Config();
+ps::JobDescription Job() {
   ps::JobDescription job;
   job.schema = EstimatorJobSchema();
-  comm::LoopbackNetwork net;
-  const cluster::RoleEnv env = LoopbackEnv(&net);
-  std::mutex mu;
-  std::map<std::string, Status> roles;
-  std::vector<std::thread> threads;
-  auto run = [&](std::string name, std::function<Status()> fn) {
-    threads.emplace_back([&mu, &roles, name, fn] {
-      Status s = fn();
-      std::lock_guard<std::mutex> lock(mu);
-      roles[name] = s;
-    });
-  };
-  run("global-scheduler", [&] { return cluster::RunGlobalScheduler(c, env); });
-  run("global-server", [&] { return cluster::RunGlobalServer(c, 0, env); });
-  run("master", [&] { return cluster::RunMasterWorker(c, job, {}, env); });
-  for (const char* party : {"dc-a", "dc-b"}) {
-    const std::string p = party;
-    run(p + "/scheduler", [&, p] { return cluster::RunScheduler(c, p, env); });
-    run(p + "/server", [&, p] { return cluster::RunLocalServer(c, p, 0, env); });
-    for (int r = 0; r < 2; ++r) run(p + "/worker" + std::to_string(r), [&, p, r] { return worker(c, p, r, env); });
-  }
-  for (auto& t : threads) t.join();
-  return roles;
+  return job;
 }
 
 // What worker w contributes to a sum of n floats.
@@ -104,7 +61,9 @@ TEST(PsCollectiveTest, SumsOfEverySizeAndGathersInRankOrder) {
     if (collective.world() != kWorkers) return Status::Internal("world");
     return session->Finish();
   };
-  for (const auto& [name, s] : RunJob(worker)) ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  for (const auto& [name, s] : RunTwoTierJob(Config(), Job(), worker)) {
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  }
   for (int w = 0; w < kWorkers; ++w) {
     ASSERT_EQ(ranks[w], w);
     ASSERT_EQ(sums[w].size(), sizes.size());
@@ -138,7 +97,9 @@ TEST(PsCollectiveTest, AnEstimatorFittedOverTheParameterServerMatchesTheInProces
     over_ps[cluster::WorkerIndex(c.topology, party == "dc-a" ? 0 : 1, rank)] = o.test;
     return Status::Ok();
   };
-  for (const auto& [name, s] : RunJob(worker)) ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  for (const auto& [name, s] : RunTwoTierJob(Config(), Job(), worker)) {
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  }
 
   ThreadCollectiveGroup group(kWorkers);
   std::vector<Metrics> in_process(kWorkers);

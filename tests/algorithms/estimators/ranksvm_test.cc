@@ -23,23 +23,6 @@ namespace {
 using Params = std::map<std::string, std::string>;
 using Pair = std::pair<int64_t, int64_t>;
 
-data::Table ToSparse(const data::Table& dense) {
-  data::Table t = dense;
-  t.sparse = true;
-  t.dense.clear();
-  t.row_ptr = {0};
-  for (int64_t i = 0; i < dense.rows; ++i) {
-    for (int64_t j = 0; j < dense.cols; ++j) {
-      const float v = dense.Row(i)[j];
-      if (v != 0.0f) {
-        t.col_index.push_back(static_cast<int32_t>(j));
-        t.values.push_back(v);
-      }
-    }
-    t.row_ptr.push_back(static_cast<int64_t>(t.values.size()));
-  }
-  return t;
-}
 
 // Two queries with interleaved rows: qid 7 = rows 0, 2, 3 (relevance 2, 0, 1); qid 3 = rows 1, 4, 5 (1, 1, 0).
 data::Table TwoQueries() {
@@ -119,10 +102,10 @@ TEST(RankSvmPairs, TwoQueriesByHand) {
   const data::Table t = TwoQueries();
   const std::vector<Pair> expected = {{0, 3}, {0, 2}, {3, 2}, {1, 5}, {4, 5}};
   EXPECT_EQ(RankingPairs(t, 0, 1), expected);
-  EXPECT_EQ(RankingPairs(ToSparse(t), 0, 1), expected);
+  EXPECT_EQ(RankingPairs(t.ToSparse(), 0, 1), expected);
 
   // The examples are the differences x_a - x_b, read back through unit vectors.
-  for (const data::Table& table : {t, ToSparse(t)}) {
+  for (const data::Table& table : {t, t.ToSparse()}) {
     PairExamples examples(table, expected, 1);
     ASSERT_EQ(examples.size(), 5);
     for (int64_t k = 0; k < 5; ++k) {

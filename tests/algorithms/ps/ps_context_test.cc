@@ -20,7 +20,7 @@
 #include "algorithms/cluster/worker_session.h"
 #include "algorithms/ps/global_rule.h"
 #include "comm/handlers/payloads.h"
-#include "comm/loopback_van.h"
+#include "tests/algorithms/two_tier_job.h"
 
 namespace geomx::ps {
 namespace {
@@ -60,27 +60,6 @@ KeySchema Schema() {
              .layout = KeyLayoutKind::kRowSparse, .row_width = 2, .role = KeyRole::kAggregate,
              .init = KeyInit::kZeros};
   return KeySchema(std::move(keys)).WithBarrier();
-}
-
-cluster::ClusterConfig Config() {
-  cluster::ClusterConfig c;
-  for (const char* name : {"dc-a", "dc-b"}) {
-    comm::DataCentre dc;
-    dc.name = name;
-    dc.workers = 2;
-    c.topology.datacentres.push_back(dc);
-  }
-  c.topology.options.rendezvous_timeout_ms = 30000;
-  c.topology.options.request_timeout_ms = 30000;
-  return c;
-}
-
-cluster::RoleEnv LoopbackEnv(comm::LoopbackNetwork* net) {
-  cluster::RoleEnv env;
-  env.make_van = [net](const std::string&) { return std::make_unique<comm::LoopbackVan>(net); };
-  env.scheduler_endpoint = [](const std::string& tier, const std::string&, int) { return "loop://sched-" + tier; };
-  env.node_bind = [](const std::string& node, const std::string&) { return "loop://" + node; };
-  return env;
 }
 
 // What worker w pushes.
@@ -127,38 +106,15 @@ Status RunWorker(const cluster::ClusterConfig& c, const std::string& party, int 
 }
 
 TEST(PsContextTest, AJobWithoutANeuralNetworkRunsOverBothTiers) {
-  const cluster::ClusterConfig c = Config();
+  const cluster::ClusterConfig c = testing::TwoByTwoConfig();
   JobDescription job;
   job.schema = Schema();
   job.rule = "test-decide-best";
-  comm::LoopbackNetwork net;
-  const cluster::RoleEnv env = LoopbackEnv(&net);
-
-  std::mutex mu;
-  std::map<std::string, Status> roles;
-  std::vector<std::thread> threads;
-  auto run = [&](std::string name, std::function<Status()> fn) {
-    threads.emplace_back([&mu, &roles, name, fn] {
-      Status s = fn();
-      std::lock_guard<std::mutex> lock(mu);
-      roles[name] = s;
-    });
-  };
   std::vector<WorkerResult> results(kWorkers);
-  run("global-scheduler", [&] { return cluster::RunGlobalScheduler(c, env); });
-  run("global-server", [&] { return cluster::RunGlobalServer(c, 0, env); });
-  run("master", [&] { return cluster::RunMasterWorker(c, job, {}, env); });
-  int w = 0;
-  for (const char* party : {"dc-a", "dc-b"}) {
-    const std::string p = party;
-    run(p + "/scheduler", [&, p] { return cluster::RunScheduler(c, p, env); });
-    run(p + "/server", [&, p] { return cluster::RunLocalServer(c, p, 0, env); });
-    for (int r = 0; r < 2; ++r, ++w) {
-      WorkerResult* out = &results[w];
-      run(p + "/worker" + std::to_string(r), [&, p, r, out] { return RunWorker(c, p, r, env, job, out); });
-    }
-  }
-  for (auto& t : threads) t.join();
+  const auto roles = testing::RunTwoTierJob(
+      c, job, [&](const cluster::ClusterConfig& cc, const std::string& p, int r, const cluster::RoleEnv& env) {
+        return RunWorker(cc, p, r, env, job, &results[cluster::WorkerIndex(cc.topology, p == "dc-a" ? 0 : 1, r)]);
+      });
   for (const auto& [name, s] : roles) ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
 
   // By hand: the sum over the 4 workers, the 3 nearest of all 12 candidates, the decision, the table.
