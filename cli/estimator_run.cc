@@ -165,9 +165,9 @@ Status RunAlgorithmTraining(const TrainFlags& flags, const Recipe& recipe, const
 
 Status RunAlgorithmMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
   GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
-  ps::JobDescription job;
-  job.schema = algorithms::EstimatorJobSchema();
-  return cluster::RunMasterWorker(c, job, {}, env);
+  // The job's keys depend on the estimator and the data's shape (row tables): open the data like a worker does.
+  GEOMX_ASSIGN_OR_RETURN(algorithms::PreparedEstimatorJob prepared, algorithms::PrepareEstimatorJob(JobOf(recipe)));
+  return cluster::RunMasterWorker(c, prepared.ps_job, {}, env);
 }
 
 Status RunAlgorithmWorker(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env,

@@ -221,7 +221,8 @@ class RecipeReader {
       Error(OriginOf({"training.stop_at_target"}), "training.stop_at_target",
             "needs training.target_accuracy > 0 (the accuracy to stop at)");
     }
-    if ((r.data.name == "friedman1" || r.data.name == "letor-synthetic") && !r.has_algorithm && Clean({"data.name"})) {
+    data::TableTask generated_task = data::TableTask::kClassification;
+    if (data::GeneratedTableTask(r.data.name, &generated_task) && !r.has_algorithm && Clean({"data.name"})) {
       Error(OriginOf({"data.name"}), "data.name",
             r.data.name + " is a generated table for classical algorithms; add an `algorithm` section");
     }
@@ -524,9 +525,10 @@ class RecipeReader {
     const std::string& d = recipe_.data.name;
     const bool numeric_targets = task == data::TableTask::kRegression || task == data::TableTask::kRanking;
     const bool table_file = d == "csv" || d == "libsvm";
-    if (Clean({"data.name"}) && ((numeric_targets && !table_file && d != "friedman1" && d != "letor-synthetic") ||
-                                 (d == "friedman1" && task != data::TableTask::kRegression) ||
-                                 (d == "letor-synthetic" && task != data::TableTask::kRanking))) {
+    data::TableTask generated_task = data::TableTask::kClassification;
+    const bool generated = data::GeneratedTableTask(d, &generated_task);
+    if (Clean({"data.name"}) && ((numeric_targets && !table_file && !generated) ||
+                                 (generated && !data::TableTaskSuits(generated_task, task)))) {
       Error(OriginOf({"data.name", "data"}), "data.name",
             d + " does not suit " + def->name + ", a " + data::TableTaskName(task) + " algorithm" +
                 (task == data::TableTask::kRegression  ? " (use csv, libsvm or friedman1)"

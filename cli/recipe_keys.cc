@@ -124,8 +124,9 @@ std::vector<RecipeKey> BuildTable() {
 
       {.path = "data.name", .field = [](R r) -> F { return &r.data.name; },
        .allowed = {"mnist", "fashion-mnist", "cifar10", "csv", "libsvm", "image-folder", "synthetic", "friedman1",
-                   "letor-synthetic"},
-       .noun = "dataset", .help = "The dataset (its format). friedman1 (regression) and letor-synthetic (ranking) are "
+                   "letor-synthetic", "ctr-synthetic"},
+       .noun = "dataset", .help = "The dataset (its format). friedman1 (regression), letor-synthetic (ranking) and "
+       "ctr-synthetic (sparse click-through classification; synthetic_shape [fields, values per field]) are "
        "generated tables for `algorithm` recipes (sizes from synthetic_train/test, seed from synthetic_seed)."},
       {.path = "data.path", .field = [](R r) -> F { return &r.data.path; },
        .help = "Directory of the dataset (idx, cifar10; image-folder: holding train/ and test/), or `auto` "
@@ -184,7 +185,7 @@ std::vector<RecipeKey> BuildTable() {
        .help = "algorithm recipes: train on a fixed-seed random subsample of this many examples; 0 = all."},
 
       {.path = "optimizer.name", .field = [](R r) -> F { return &r.optimizer.name; },
-       .allowed = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam", "adamw", "ftrl"},
+       .allowed = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam", "adamw", "ftrl", "ftml"},
        .noun = "optimizer", .help = "The update rule."},
       {.path = "optimizer.lr", .field = [](R r) -> F { return &r.optimizer.lr; }, .range = Above(0),
        .help = "Base learning rate (see optimizer.schedule)."},

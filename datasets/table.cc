@@ -7,6 +7,25 @@
 
 namespace geomx::data {
 
+bool GeneratedTableTask(const std::string& name, TableTask* task) {
+  if (name == "friedman1") {
+    *task = TableTask::kRegression;
+  } else if (name == "letor-synthetic") {
+    *task = TableTask::kRanking;
+  } else if (name == "ctr-synthetic") {
+    *task = TableTask::kClassification;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> GeneratedTableNames() { return {"friedman1", "letor-synthetic", "ctr-synthetic"}; }
+
+bool TableTaskSuits(TableTask generated, TableTask wanted) {
+  return generated == wanted || (generated == TableTask::kClassification && wanted == TableTask::kClustering);
+}
+
 const char* TableTaskName(TableTask task) {
   switch (task) {
     case TableTask::kClassification:

@@ -27,6 +27,14 @@ enum class TableTask : uint8_t {
 };
 const char* TableTaskName(TableTask task);
 
+// The generated tables OpenTable() knows: friedman1 (regression), letor-synthetic (ranking), ctr-synthetic
+// (classification, sparse). True and the task for one of them; false for any other data.name.
+bool GeneratedTableTask(const std::string& name, TableTask* task);
+std::vector<std::string> GeneratedTableNames();
+// Whether a generated table of task `generated` suits an algorithm of task `wanted` (the same task, or a labelled
+// classification table for clustering).
+bool TableTaskSuits(TableTask generated, TableTask wanted);
+
 struct Table {
   int64_t rows = 0;
   int64_t cols = 0;

@@ -291,21 +291,72 @@ Table LetorSynthetic(int64_t queries, int64_t features, uint64_t seed, int64_t f
   return t;
 }
 
+// ctr-synthetic: click-through-style sparse binary classification. Each row has one active value in each of
+// `fields` categorical fields of `values` values (one-hot: column field * values + value, x = 1), values drawn
+// log-uniformly (value v with probability about 1 / ((v + 1) ln values): a few frequent values, a long tail, as in
+// ad logs); the label is a Bernoulli draw of sigmoid(sum of the active columns' hidden weights), the weights N(0, 1)
+// * 2 / sqrt(fields) fixed by the seed. So most columns are rare, a linear model is the right model, and no model
+// reaches 100% (the labels are noisy).
+Table CtrSynthetic(int64_t rows, int64_t fields, int64_t values, uint64_t seed, Rng* rng) {
+  Rng hidden(seed ^ 0xc7c7);
+  const int64_t cols = fields * values;
+  std::vector<float> w(static_cast<size_t>(cols));
+  const double scale = 2.0 / std::sqrt(static_cast<double>(fields));
+  for (auto& v : w) v = static_cast<float>(hidden.Normal() * scale);
+  Table t;
+  t.rows = rows;
+  t.cols = cols;
+  t.sparse = true;
+  t.num_classes = 2;
+  t.row_ptr.reserve(static_cast<size_t>(rows + 1));
+  t.row_ptr.push_back(0);
+  t.col_index.reserve(static_cast<size_t>(rows * fields));
+  t.values.assign(static_cast<size_t>(rows * fields), 1.0f);
+  t.labels.reserve(static_cast<size_t>(rows));
+  const double log_values = std::log(static_cast<double>(values));
+  for (int64_t i = 0; i < rows; ++i) {
+    double margin = 0;
+    for (int64_t f = 0; f < fields; ++f) {
+      const int64_t v = std::min<int64_t>(values - 1, static_cast<int64_t>(std::exp(rng->Uniform() * log_values)) - 1);
+      const int64_t col = f * values + std::max<int64_t>(0, v);
+      t.col_index.push_back(static_cast<int32_t>(col));
+      margin += w[static_cast<size_t>(col)];
+    }
+    t.row_ptr.push_back(static_cast<int64_t>(t.col_index.size()));
+    t.labels.push_back(rng->Uniform() < 1.0 / (1.0 + std::exp(-margin)) ? 1 : 0);
+  }
+  t.source = "ctr-synthetic";
+  return t;
+}
+
 Result<TableSplits> OpenGenerated(const DataConfig& config, TableTask task) {
   TableSplits s;
   Rng rng(config.synthetic_seed);
+  TableTask generated = TableTask::kClassification;
+  GeneratedTableTask(config.name, &generated);
+  if (!TableTaskSuits(generated, task)) {
+    return Status::InvalidArgument("data.name: " + config.name + " is a " + TableTaskName(generated) +
+                                   " set; this algorithm does " + TableTaskName(task));
+  }
   if (config.name == "friedman1") {
-    if (task != TableTask::kRegression) {
-      return Status::InvalidArgument("data.name: friedman1 is a regression set; this algorithm does " +
-                                     std::string(TableTaskName(task)));
-    }
     s.train = Friedman1(config.synthetic_train, &rng);
     s.test = Friedman1(config.synthetic_test, &rng);
     return s;
   }
-  if (task != TableTask::kRanking) {
-    return Status::InvalidArgument("data.name: letor-synthetic is a ranking set; this algorithm does " +
-                                   std::string(TableTaskName(task)));
+  if (config.name == "ctr-synthetic") {
+    // synthetic_shape [fields, values per field]; any other shape (the image default) means 24 x 40,000.
+    int64_t fields = 24, values = 40000;
+    if (config.synthetic_shape.size() == 2) {
+      fields = config.synthetic_shape[0];
+      values = config.synthetic_shape[1];
+    }
+    if (fields < 1 || values < 2 || fields > 1000 || values > (int64_t{1} << 24) || fields * values > INT32_MAX) {
+      return Status::InvalidArgument("data.synthetic_shape: ctr-synthetic takes [fields, values per field] with 1..1000 "
+                                     "fields, 2..2^24 values and at most 2^31 columns in all");
+    }
+    s.train = CtrSynthetic(config.synthetic_train, fields, values, config.synthetic_seed, &rng);
+    s.test = CtrSynthetic(config.synthetic_test, fields, values, config.synthetic_seed, &rng);
+    return s;
   }
   int64_t features = 1;
   for (int64_t d : config.synthetic_shape) features *= d;
@@ -361,7 +412,8 @@ Status CheckForTask(const Table& t, TableTask task, const std::string& what) {
 
 Result<TableSplits> OpenTable(const DataConfig& config, const TableOptions& options) {
   TableSplits splits;
-  if (config.name == "friedman1" || config.name == "letor-synthetic") {
+  TableTask generated = TableTask::kClassification;
+  if (GeneratedTableTask(config.name, &generated)) {
     GEOMX_ASSIGN_OR_RETURN(splits, OpenGenerated(config, options.task));
   } else if (config.name == "csv" || config.name == "libsvm") {
     GEOMX_ASSIGN_OR_RETURN(splits, OpenTextTables(config, options.task));

@@ -34,6 +34,7 @@ int UpdateRuleStateCount(UpdateRule rule) {
     case UpdateRule::kAdam:
     case UpdateRule::kAdamW:
     case UpdateRule::kFtrl: return 2;
+    case UpdateRule::kFtml: return 3;
   }
   return 0;
 }

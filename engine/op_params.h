@@ -59,18 +59,19 @@ enum class UpdateRule : uint8_t {
   kAdam,       // L2 (wd added to g); bias-corrected with `step`        state: m, v
   kAdamW,      // decoupled weight decay: w -= lr*wd*w                   state: m, v
   kFtrl,       // FTRL-Proximal (engine/kernels/online_update.h), alpha = lr, l2 = wd   state: z, n
+  kFtml,       // FTML (engine/kernels/online_update.h), beta1, beta2, eps, wd; bias-corrected with `step`   state: d, v, z
 };
 
 struct UpdateHyper {
   float lr = 0.01f;
   float weight_decay = 0.0f;
   float momentum = 0.9f;  // kMomentum, kNesterov
-  float beta1 = 0.9f, beta2 = 0.999f;  // kAdam, kAdamW
+  float beta1 = 0.9f, beta2 = 0.999f;  // kAdam, kAdamW, kFtml
   float rho = 0.9f;       // kRmsProp, kAdaDelta
   float eps = 1e-8f;
   float l1 = 0.01f;       // kFtrl: L1 strength (weights with |z| <= l1 are exactly 0)
   float ftrl_beta = 1.0f; // kFtrl: the beta of the per-coordinate rate alpha / (beta + sqrt(n))
-  int64_t step = 1;       // 1-based update count, for Adam bias correction
+  int64_t step = 1;       // 1-based update count, for the bias corrections of Adam and FTML
 };
 
 // Number of state tensors (each shaped like the parameter, zero-initialised) a rule needs.

@@ -9,10 +9,13 @@ Result<algorithms::EstimatorOutcome> RunEstimatorWorker(const ClusterConfig& con
                                                         int rank, const algorithms::EstimatorJob& job,
                                                         const RoleEnv& env, algorithms::FitObserver* observer,
                                                         const std::atomic<bool>* interrupted) {
-  GEOMX_ASSIGN_OR_RETURN(auto session, WorkerSession::Join(config, party, rank, algorithms::EstimatorJobSchema(), env));
+  // The data is opened before joining: the job's keys include the estimator's row tables, sized by the data.
+  GEOMX_ASSIGN_OR_RETURN(algorithms::PreparedEstimatorJob prepared, algorithms::PrepareEstimatorJob(job));
+  GEOMX_ASSIGN_OR_RETURN(auto session, WorkerSession::Join(config, party, rank, prepared.ps_job.schema, env));
   std::unique_ptr<ps::PsContext> ps = session->MakeContext();
   algorithms::PsCollective collective(ps.get());
-  Result<algorithms::EstimatorOutcome> outcome = algorithms::RunEstimatorJob(job, observer, interrupted, &collective);
+  Result<algorithms::EstimatorOutcome> outcome =
+      algorithms::RunEstimatorJob(job, std::move(prepared), observer, interrupted, &collective);
   // Finish even after a failure, so the tier is told this worker is gone (its peers then fail fast, not hang).
   Status finished = session->Finish();
   if (!outcome.ok()) return outcome.status();

@@ -1,48 +1,125 @@
 #include "algorithms/estimators/collective.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 
+#include "algorithms/estimators/ps_collective.h"
+#include "algorithms/ps/global_rule.h"
 #include "engine/base/check.h"
 
 namespace geomx::algorithms {
+namespace {
+
+// Rules of emulated row tables publish nothing.
+class NoDecisions final : public ps::DecisionBoard {
+ public:
+  Status Publish(uint64_t, int64_t, std::vector<float>) override {
+    return Status::FailedPrecondition("row tables of a thread collective hold no decision keys");
+  }
+};
+
+}  // namespace
 
 // A generation-counted rendezvous: every member deposits its contribution, the last one combines, all read.
 struct ThreadCollectiveGroup::Shared {
-  explicit Shared(int w) : world(w), parts(static_cast<size_t>(w)) {}
+  explicit Shared(int w)
+      : world(w), parts(static_cast<size_t>(w)), row_parts(static_cast<size_t>(w)), row_grads(static_cast<size_t>(w)) {}
   const int world;
   std::mutex mu;
   std::condition_variable cv;
   int arrived = 0;
   int departed = 0;
   uint64_t generation = 0;
+  // Dense steps.
   std::vector<std::vector<float>> parts;
   std::vector<float> result;
+  // Row-table steps: each member's rows and gradients, the round's answer, and the tables with their rules.
+  struct Table {
+    RowTableSpec spec;
+    ps::JobDescription job;
+    std::unique_ptr<ps::GlobalRule> rule;
+    std::vector<float> values;
+    int64_t round = 0;
+  };
+  std::vector<std::vector<uint64_t>> row_parts;
+  std::vector<std::vector<float>> row_grads;
+  Result<RowUpdate> row_result = RowUpdate{};
+  std::map<std::string, Table> tables;
 
-  // Runs one collective step: contributes `mine`, waits for all, returns `combine(parts)` to every member.
-  template <typename Combine>
-  std::vector<float> Step(int rank, std::vector<float> mine, Combine combine) {
+  // Runs one collective step: deposit() under the lock, the last member to arrive runs combine(), then every member
+  // returns read() (all under the lock).
+  template <typename Deposit, typename Combine, typename Read>
+  auto Step(Deposit deposit, Combine combine, Read read) {
     std::unique_lock<std::mutex> lock(mu);
     // Wait until the previous step has been fully read.
     cv.wait(lock, [&] { return departed == 0 || arrived == 0; });
     const uint64_t gen = generation;
-    parts[static_cast<size_t>(rank)] = std::move(mine);
+    deposit();
     if (++arrived == world) {
-      result = combine(parts);
+      combine();
       ++generation;
       departed = 0;
       cv.notify_all();
     } else {
       cv.wait(lock, [&] { return generation != gen; });
     }
-    std::vector<float> out = result;
+    auto out = read();
     if (++departed == world) {
       arrived = 0;
       departed = 0;
       cv.notify_all();
     }
     return out;
+  }
+
+  // The row round of `spec` over every member's deposit (mu held, by the last member to arrive).
+  Result<RowUpdate> CombineRows(const RowTableSpec& spec) {
+    auto it = tables.find(spec.name);
+    if (it == tables.end()) {
+      GEOMX_ASSIGN_OR_RETURN(ps::JobDescription job, EstimatorJobDescription({spec}));
+      Table t;
+      t.spec = spec;
+      GEOMX_ASSIGN_OR_RETURN(t.rule, ps::CreateGlobalRule(job));
+      t.job = std::move(job);
+      it = tables.emplace(spec.name, std::move(t)).first;
+    }
+    Table& t = it->second;
+    if (t.spec.rows != spec.rows || t.spec.width != spec.width || t.spec.rule != spec.rule) {
+      return Status::InvalidArgument("row table '" + spec.name + "' opened with two shapes or rules");
+    }
+    // Sum each row over the members (in rank order), sorted by row.
+    std::map<uint64_t, std::vector<float>> sums;
+    for (int r = 0; r < world; ++r) {
+      const auto& rows = row_parts[static_cast<size_t>(r)];
+      const auto& grads = row_grads[static_cast<size_t>(r)];
+      if (grads.size() != rows.size() * spec.width) {
+        return Status::InvalidArgument("row table '" + spec.name + "': " + std::to_string(grads.size()) +
+                                       " gradients for " + std::to_string(rows.size()) + " rows");
+      }
+      for (size_t i = 0; i < rows.size(); ++i) {
+        std::vector<float>& s = sums[rows[i]];
+        s.resize(spec.width, 0.0f);
+        for (uint64_t j = 0; j < spec.width; ++j) s[j] += grads[i * spec.width + j];
+      }
+    }
+    RowUpdate update;
+    std::vector<float> values;
+    for (auto& [row, s] : sums) {
+      update.rows.push_back(row);
+      values.insert(values.end(), s.begin(), s.end());
+    }
+    NoDecisions board;
+    const ps::KeyDef* key = nullptr;
+    for (const ps::KeyDef& k : t.job.schema.keys()) {
+      if (k.name == spec.name && k.layout == ps::KeyLayoutKind::kRowSparse) key = &k;
+    }
+    GEOMX_CHECK(key != nullptr) << spec.name;
+    GEOMX_ASSIGN_OR_RETURN(update.values, ps::ApplyRowRound(*t.rule, board, *key, t.round++, update.rows,
+                                                            std::move(values), world, &t.values));
+    return update;
   }
 };
 
@@ -52,25 +129,38 @@ class ThreadCollectiveGroup::Member final : public Collective {
   int rank() const override { return rank_; }
   int world() const override { return shared_->world; }
   Status AllReduceSum(const std::string&, std::span<float> data) override {
-    std::vector<float> sum = shared_->Step(rank_, std::vector<float>(data.begin(), data.end()),
-                                           [](const std::vector<std::vector<float>>& parts) {
-                                             std::vector<float> s(parts[0].size(), 0.0f);
-                                             for (const auto& p : parts) {
-                                               GEOMX_CHECK_EQ(p.size(), s.size()) << "AllReduceSum sizes differ";
-                                               for (size_t i = 0; i < s.size(); ++i) s[i] += p[i];
-                                             }
-                                             return s;
-                                           });
+    Shared& s = *shared_;
+    std::vector<float> sum = s.Step(
+        [&] { s.parts[static_cast<size_t>(rank_)].assign(data.begin(), data.end()); },
+        [&] {
+          s.result.assign(s.parts[0].size(), 0.0f);
+          for (const auto& p : s.parts) {
+            GEOMX_CHECK_EQ(p.size(), s.result.size()) << "AllReduceSum sizes differ";
+            for (size_t i = 0; i < p.size(); ++i) s.result[i] += p[i];
+          }
+        },
+        [&] { return s.result; });
     std::memcpy(data.data(), sum.data(), data.size_bytes());
     return Status::Ok();
   }
   Result<std::vector<float>> AllGather(const std::string&, std::span<const float> mine) override {
-    return shared_->Step(rank_, std::vector<float>(mine.begin(), mine.end()),
-                         [](const std::vector<std::vector<float>>& parts) {
-                           std::vector<float> all;
-                           for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
-                           return all;
-                         });
+    Shared& s = *shared_;
+    return s.Step([&] { s.parts[static_cast<size_t>(rank_)].assign(mine.begin(), mine.end()); },
+                  [&] {
+                    s.result.clear();
+                    for (const auto& p : s.parts) s.result.insert(s.result.end(), p.begin(), p.end());
+                  },
+                  [&] { return s.result; });
+  }
+  Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
+                                     std::span<const float> grads) override {
+    Shared& s = *shared_;
+    return s.Step(
+        [&] {
+          s.row_parts[static_cast<size_t>(rank_)].assign(rows.begin(), rows.end());
+          s.row_grads[static_cast<size_t>(rank_)].assign(grads.begin(), grads.end());
+        },
+        [&] { s.row_result = s.CombineRows(table); }, [&] { return s.row_result; });
   }
 
  private:

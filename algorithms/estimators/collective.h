@@ -15,8 +15,28 @@
 #include <vector>
 
 #include "engine/base/status.h"
+#include "nn/optim/optimizer_config.h"
 
 namespace geomx::algorithms {
+
+// A table of rows x width weights that lives with the job, not with the workers (across data centres: on the global
+// server), and that a per-coordinate rule updates from the gradients the workers push (FTRL, FTML: the online
+// learners' server-side rules). An estimator that uses one declares it before the job starts
+// (Estimator::RowTables), because a parameter-server job's keys are fixed when it starts.
+struct RowTableSpec {
+  std::string name;             // "ftrl.weights": the key's name
+  uint64_t rows = 0, width = 0;  // >= 1 each
+  std::string rule;             // ps::GlobalRuleRegistry name of the rule that turns summed gradients into weights
+  nn::OptimizerConfig hyper;    // the rule's hyper-parameters (they travel in the job description)
+};
+
+// What a round of a row table gives back: the new weights of every row any worker pushed that round (sorted by
+// row, each once). Rows nobody pushed did not change, so a worker that starts from zeros and applies every round's
+// answer holds the whole table.
+struct RowUpdate {
+  std::vector<uint64_t> rows;
+  std::vector<float> values;  // rows.size() x width
+};
 
 class Collective {
  public:
@@ -28,9 +48,17 @@ class Collective {
   // Every worker's `mine`, concatenated in rank order (sizes may differ): the concat reducer (support vectors,
   // k-means|| candidates, local top-k lists).
   virtual Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) = 0;
+  // One round of the row table `table` (declared before the job; its weights start at zero): every worker pushes
+  // the gradients of the rows it touched (`rows` distinct, any order, possibly none; grads: rows.size() x width);
+  // the rule sees each row's sum over the workers and updates the row's weights. kInvalidArgument for a table the
+  // job does not hold or a row outside it.
+  virtual Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
+                                             std::span<const float> grads) = 0;
 };
 
-// N workers as threads of this process. Create one, then give Worker(r) to the fit running on thread r.
+// N workers as threads of this process. Create one, then give Worker(r) to the fit running on thread r. Row tables
+// are emulated with the parameter server's own step (ps::ApplyRowRound and the table's rule), so a fit over these
+// threads computes what the same fit computes over the parameter server.
 class ThreadCollectiveGroup {
  public:
   explicit ThreadCollectiveGroup(int world);

@@ -23,6 +23,8 @@ double MetricValue(const Metrics& metrics, const std::string& name, double fallb
 
 Metrics Estimator::ModelMetrics(const data::Table&, const Prediction&) const { return {}; }
 
+std::vector<RowTableSpec> Estimator::RowTables(int64_t, int) const { return {}; }
+
 bool EstimatorRegistry::Add(EstimatorDef def) {
   std::string name = def.name;
   return Table().emplace(std::move(name), std::move(def)).second;

@@ -83,6 +83,9 @@ class Estimator {
   // Metrics only the model can tell on `table` beyond the task's standard ones (k-means: inertia; SVM: number of
   // support vectors). Default: none.
   virtual Metrics ModelMetrics(const data::Table& table, const Prediction& prediction) const;
+  // The row tables (collective.h) Fit() will use across workers on a training table of `cols` columns and
+  // `num_classes` classes (0 for other tasks), so that the job can declare them before it starts. Default: none.
+  virtual std::vector<RowTableSpec> RowTables(int64_t cols, int num_classes) const;
 };
 
 struct EstimatorDef {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "algorithms/estimators/ps_collective.h"
 #include "engine/base/rng.h"
 
 namespace geomx::algorithms {
@@ -50,14 +51,31 @@ data::Table ShardOf(const data::Table& table, int rank, int world, uint64_t seed
   return table.Select(mine);
 }
 
+Result<PreparedEstimatorJob> PrepareEstimatorJob(const EstimatorJob& job) {
+  PreparedEstimatorJob p;
+  GEOMX_ASSIGN_OR_RETURN(p.estimator, CreateEstimator(job.algorithm, job.params));
+  p.def = EstimatorRegistry::Find(job.algorithm);
+  std::vector<ParamProblem> problems;
+  p.resolved = ResolveParams(p.def->params, job.params, &problems);
+  GEOMX_ASSIGN_OR_RETURN(data::TableOptions options, TableOptionsOf(job, p.def->task));
+  GEOMX_ASSIGN_OR_RETURN(p.splits, data::OpenTable(job.data, options));
+  GEOMX_ASSIGN_OR_RETURN(p.ps_job,
+                         EstimatorJobDescription(p.estimator->RowTables(p.splits.train.cols, p.splits.train.num_classes)));
+  return p;
+}
+
 Result<EstimatorOutcome> RunEstimatorJob(const EstimatorJob& job, FitObserver* observer,
                                          const std::atomic<bool>* interrupted, Collective* collective) {
-  const EstimatorDef* def = EstimatorRegistry::Find(job.algorithm);
-  GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, CreateEstimator(job.algorithm, job.params));
-  std::vector<ParamProblem> problems;
-  const ParamValues resolved = ResolveParams(def->params, job.params, &problems);
-  GEOMX_ASSIGN_OR_RETURN(data::TableOptions options, TableOptionsOf(job, def->task));
-  GEOMX_ASSIGN_OR_RETURN(data::TableSplits splits, data::OpenTable(job.data, options));
+  GEOMX_ASSIGN_OR_RETURN(PreparedEstimatorJob prepared, PrepareEstimatorJob(job));
+  return RunEstimatorJob(job, std::move(prepared), observer, interrupted, collective);
+}
+
+Result<EstimatorOutcome> RunEstimatorJob(const EstimatorJob& job, PreparedEstimatorJob prepared, FitObserver* observer,
+                                         const std::atomic<bool>* interrupted, Collective* collective) {
+  const EstimatorDef* def = prepared.def;
+  std::unique_ptr<Estimator> estimator = std::move(prepared.estimator);
+  const ParamValues& resolved = prepared.resolved;
+  data::TableSplits& splits = prepared.splits;
 
   EstimatorOutcome out;
   FitContext context;

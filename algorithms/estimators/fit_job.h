@@ -9,6 +9,7 @@
 
 #include "algorithms/estimators/estimator.h"
 #include "algorithms/estimators/model_io.h"
+#include "algorithms/ps/job.h"
 #include "datasets/data_config.h"
 #include "datasets/table.h"
 
@@ -39,10 +40,27 @@ Result<data::TableOptions> TableOptionsOf(const EstimatorJob& job, data::TableTa
 // so no query is split across data centres). world == 1 returns the table.
 data::Table ShardOf(const data::Table& table, int rank, int world, uint64_t seed);
 
+// A job with its data open and its estimator created: what a worker knows before it joins the parameter server.
+struct PreparedEstimatorJob {
+  const EstimatorDef* def = nullptr;
+  std::unique_ptr<Estimator> estimator;
+  ParamValues resolved;
+  data::TableSplits splits;
+  // The parameter-server description of the job: the estimator job schema with the estimator's row tables for
+  // this training table, and their rule (ps_collective.h: EstimatorJobDescription).
+  ps::JobDescription ps_job;
+};
+
+// Creates the estimator and opens the data. Errors: the parameters', the data's.
+Result<PreparedEstimatorJob> PrepareEstimatorJob(const EstimatorJob& job);
+
 // Runs the job. With `collective` set, this process fits on its shard (ShardOf by collective->rank()) and every
 // worker ends with the same model; the test split is evaluated on every worker (all hold the same model).
 // `observer` may be null. Errors: the data's, the parameters', the estimator's; kCancelled when interrupted.
 Result<EstimatorOutcome> RunEstimatorJob(const EstimatorJob& job, FitObserver* observer,
                                          const std::atomic<bool>* interrupted, Collective* collective = nullptr);
+// The same on a prepared job (consumed).
+Result<EstimatorOutcome> RunEstimatorJob(const EstimatorJob& job, PreparedEstimatorJob prepared, FitObserver* observer,
+                                         const std::atomic<bool>* interrupted, Collective* collective);
 
 }  // namespace geomx::algorithms

@@ -15,10 +15,12 @@
 // features present in the batch); for FTRL this is exact (a zero gradient leaves z, n, w unchanged), for FTML it
 // is the row-sparse form (the state of absent coordinates is not decayed).
 //
-// Distributed (FitContext::collective): every worker streams its shard; per step the workers sum their batch
-// gradients (a dense vector of the model's size in this version; the intended parameter-server form pushes the
-// row-sparse gradient of the batch's features and pulls only those weights) and every worker applies the same
-// rule to the sum, i.e. the update the global server would apply, so all workers hold the same model.
+// Distributed (FitContext::collective): every worker streams its shard; per step it pushes the row-sparse gradient
+// of the buckets its batch touched (rows of the row table "<name>.weights", L floats each) and the rule runs on the
+// global server (online_rule.cc: "online-update", the same functors) on the sum over the workers; each worker gets
+// back the new weights of every bucket some worker touched in that step, so all workers hold the same model without
+// ever moving a dense model-sized vector. The pass's loss is summed once per pass, the interrupt flag every
+// kCancelCheckSteps steps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -47,6 +49,7 @@ struct OnlineConfig {
 };
 
 constexpr int kMaxHashBits = 24;
+constexpr int64_t kCancelCheckSteps = 64;
 
 // Bucket of feature column j for hash_bits > 0: a 32-bit avalanche mix (MurmurHash3's finaliser) of j, top bits.
 // Part of the model's meaning (saved models depend on it): never change it.
@@ -68,6 +71,7 @@ class OnlineLogistic final : public Estimator {
   Result<Prediction> Predict(const data::Table& input, int threads) const override;
   void Save(ModelWriter* out) const override;
   Status Load(const ModelReader& in) override;
+  std::vector<RowTableSpec> RowTables(int64_t cols, int num_classes) const override;
 
  private:
   // Sets the model's shape (cols_, num_classes_, hash_bits_ ...) and the column -> bucket map.
@@ -126,8 +130,8 @@ Status OnlineLogistic::Fit(const data::Table& train, const FitContext& context) 
   // Rule state: FTRL (z, n); FTML (d, v, z).
   std::vector<float> s0(static_cast<size_t>(P), 0.0f), s1(static_cast<size_t>(P), 0.0f), s2;
   if (config_.rule == OnlineRule::kFtml) s2.assign(static_cast<size_t>(P), 0.0f);
-  // The step gradient, dense over the model (+ loss, weight, cancel when distributed), and the touched buckets.
-  std::vector<float> grad(static_cast<size_t>(P + 3), 0.0f);
+  // The step gradient, dense over the model, and the touched buckets.
+  std::vector<float> grad(static_cast<size_t>(P), 0.0f);
   const int64_t total_buckets = buckets_ + (fit_intercept_ ? 1 : 0);
   std::vector<uint8_t> marked(static_cast<size_t>(total_buckets), 0);
   std::vector<int64_t> touched;
@@ -136,6 +140,10 @@ Status OnlineLogistic::Fit(const data::Table& train, const FitContext& context) 
   int64_t steps = 0;
   for (int64_t r : shape.rows_per_worker) steps = std::max(steps, (r + batch - 1) / batch);
   int64_t t = 0;  // rule steps taken (FTML's bias corrections)
+  RowTableSpec table;
+  std::vector<uint64_t> rows;
+  std::vector<float> row_grads;
+  if (collective != nullptr) table = RowTables(train.cols, train.num_classes).front();
 
   auto touch = [&](int64_t bucket) {
     if (!marked[bucket]) {
@@ -161,6 +169,13 @@ Status OnlineLogistic::Fit(const data::Table& train, const FitContext& context) 
   for (int64_t pass = 1; pass <= config_.epochs; ++pass) {
     double pass_loss = 0, pass_weight = 0;
     for (int64_t step = 0; step < steps; ++step) {
+      if (collective != nullptr && step % kCancelCheckSteps == kCancelCheckSteps - 1) {
+        float cancel = context.Interrupted() ? 1.0f : 0.0f;
+        GEOMX_RETURN_IF_ERROR(collective->AllReduceSum(name_ + ".cancel", std::span<float>(&cancel, 1)));
+        if (cancel > 0) return Status::Cancelled(name_ + ": interrupted");
+      } else if (collective == nullptr && context.Interrupted()) {
+        return Status::Cancelled(name_ + ": interrupted");
+      }
       const int64_t r0 = std::min(train.rows, step * batch);
       const int64_t r1 = std::min(train.rows, r0 + batch);
       double loss = 0, weight = 0;
@@ -193,23 +208,33 @@ Status OnlineLogistic::Fit(const data::Table& train, const FitContext& context) 
           for (int64_t l = 0; l < L; ++l) grad[buckets_ * L + l] += static_cast<float>(margins[l]);
         }
       }
-      float* tail = grad.data() + P;
-      tail[0] = static_cast<float>(loss);
-      tail[1] = static_cast<float>(weight);
-      tail[2] = context.Interrupted() ? 1.0f : 0.0f;
+      pass_loss += loss;
+      pass_weight += weight;
       if (collective != nullptr) {
-        GEOMX_RETURN_IF_ERROR(collective->AllReduceSum(name_ + ".grad", grad));
-        // The summed gradient may touch buckets this worker's batch did not: take every bucket.
-        for (int64_t b : touched) marked[b] = 0;
+        // The touched buckets' gradients as rows; the answer holds the new weights of every bucket any worker
+        // touched.
+        rows.clear();
+        row_grads.clear();
+        for (int64_t b : touched) {
+          rows.push_back(static_cast<uint64_t>(b));
+          float* gr = grad.data() + b * L;
+          row_grads.insert(row_grads.end(), gr, gr + L);
+          std::fill(gr, gr + L, 0.0f);
+          marked[b] = 0;
+        }
         touched.clear();
-        for (int64_t b = 0; b < total_buckets; ++b) touched.push_back(b);
+        GEOMX_ASSIGN_OR_RETURN(RowUpdate update, collective->PushRowGradients(table, rows, row_grads));
+        for (size_t r = 0; r < update.rows.size(); ++r) {
+          std::copy_n(update.values.begin() + static_cast<std::ptrdiff_t>(r * L), L,
+                      w_.begin() + static_cast<std::ptrdiff_t>(update.rows[r] * L));
+        }
+        continue;
       }
-      if (tail[2] > 0) return Status::Cancelled(name_ + ": interrupted");
-      pass_loss += tail[0];
-      pass_weight += tail[1];
-      tail[0] = tail[1] = 0.0f;
-      if (touched.empty()) continue;
-      ++t;
+      bool any = false;
+      for (int64_t b : touched) {
+        for (int64_t l = 0; l < L; ++l) any = any || grad[b * L + l] != 0.0f;
+      }
+      if (any) ++t;  // as the server-side rule: a step counts when it updates something
       const kernels::FtmlUpdate ftml =
           kernels::FtmlUpdate::Make(config_.lr, config_.wd, config_.beta1, config_.beta2, config_.epsilon, t);
       for (int64_t b : touched) {
@@ -217,6 +242,14 @@ Status OnlineLogistic::Fit(const data::Table& train, const FitContext& context) 
         marked[b] = 0;
       }
       touched.clear();
+    }
+    if (collective != nullptr) {
+      float sums[3] = {static_cast<float>(pass_loss), static_cast<float>(pass_weight),
+                       context.Interrupted() ? 1.0f : 0.0f};
+      GEOMX_RETURN_IF_ERROR(collective->AllReduceSum(name_ + ".loss", sums));
+      if (sums[2] > 0) return Status::Cancelled(name_ + ": interrupted");
+      pass_loss = sums[0];
+      pass_weight = sums[1];
     }
     if (context.observer != nullptr) {
       // Progressive validation: each row's loss was taken before the model learnt from it.
@@ -272,6 +305,31 @@ Result<Prediction> OnlineLogistic::Predict(const data::Table& input, int threads
   return out;
 }
 
+std::vector<RowTableSpec> OnlineLogistic::RowTables(int64_t cols, int num_classes) const {
+  RowTableSpec t;
+  t.name = name_ + ".weights";
+  const int64_t buckets = config_.hash_bits == 0 ? cols : (int64_t{1} << config_.hash_bits);
+  t.rows = static_cast<uint64_t>(buckets + (config_.fit_intercept ? 1 : 0));
+  t.width = static_cast<uint64_t>(num_classes == 2 ? 1 : std::max(1, num_classes));
+  t.rule = "online-update";
+  nn::OptimizerConfig& h = t.hyper;
+  if (config_.rule == OnlineRule::kFtrl) {
+    h.name = "ftrl";
+    h.lr = config_.ftrl.alpha;
+    h.ftrl_beta = config_.ftrl.beta;
+    h.l1 = config_.ftrl.l1;
+    h.weight_decay = config_.ftrl.l2;
+  } else {
+    h.name = "ftml";
+    h.lr = config_.lr;
+    h.beta1 = config_.beta1;
+    h.beta2 = config_.beta2;
+    h.eps = config_.epsilon;
+    h.weight_decay = config_.wd;
+  }
+  return {t};
+}
+
 void OnlineLogistic::Save(ModelWriter* out) const {
   const std::vector<int64_t> shape = {cols_, num_classes_, hash_bits_, fit_intercept_ ? 1 : 0};
   out->PutInts(name_ + ".shape", shape);
@@ -325,8 +383,8 @@ EstimatorDef MakeFtrlDef() {
       "optional hashing of feature indices. Two classes: one learner; more: one-vs-rest over the same stream. "
       "Streams the table in row order, epochs passes.";
   def.distributed =
-      "per mini-batch step every worker pushes its batch gradient (dense (buckets+1)*L+3 floats in this version; "
-      "row-sparse intended) and applies the same FTRL update to the sum";
+      "per mini-batch step every worker pushes the row-sparse gradient of the buckets its batch touched; the global "
+      "server applies FTRL to the sum and answers the new weights of every touched bucket";
   def.params = {
       PositiveParam("alpha", 0.05, "per-coordinate learning rate alpha"),
       NonNegativeParam("beta", 1.0, "learning-rate smoothing beta"),
@@ -355,8 +413,8 @@ EstimatorDef MakeFtmlDef() {
       "MXNet's FTML): state d, v, z per weight, bias-corrected like Adam, optional L2 (wd). Two classes: one "
       "learner; more: one-vs-rest over the same stream. Streams the table in row order, epochs passes.";
   def.distributed =
-      "per mini-batch step every worker pushes its batch gradient (dense (buckets+1)*L+3 floats in this version; "
-      "row-sparse intended) and applies the same FTML update to the sum";
+      "per mini-batch step every worker pushes the row-sparse gradient of the buckets its batch touched; the global "
+      "server applies FTML to the sum and answers the new weights of every touched bucket";
   def.params = {
       PositiveParam("lr", 0.001, "learning rate (MXNet's default is 0.0025; 0.001 measured better for one pass)"),
       RangeParam("beta1", 0.6, 0.0, false, 1.0, true, "decay of the moving leader (z, d)"),

@@ -15,7 +15,7 @@ constexpr uint64_t ClassElems(int c) { return uint64_t{256} << (2 * c); }
 
 }  // namespace
 
-ps::KeySchema EstimatorJobSchema() {
+ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables) {
   std::vector<ps::KeyDef> keys;
   for (int c = 0; c < PsCollective::kSumClasses; ++c) {
     keys.push_back({.key = kFirstSumKey + static_cast<uint64_t>(c),
@@ -26,7 +26,34 @@ ps::KeySchema EstimatorJobSchema() {
   }
   keys.push_back({.key = kGatherKey, .name = "gather", .elems = 1, .reducer = "concat",
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
+  uint64_t next = kGatherKey + 1;
+  for (const RowTableSpec& t : tables) {
+    keys.push_back({.key = next++,
+                    .name = t.name,
+                    .elems = t.rows * t.width,
+                    .reducer = "row_sparse",
+                    .layout = ps::KeyLayoutKind::kRowSparse,
+                    .row_width = t.width,
+                    .role = ps::KeyRole::kAggregate,
+                    .init = ps::KeyInit::kZeros});
+  }
   return ps::KeySchema(std::move(keys)).WithBarrier();
+}
+
+Result<ps::JobDescription> EstimatorJobDescription(const std::vector<RowTableSpec>& tables) {
+  ps::JobDescription job;
+  for (const RowTableSpec& t : tables) {
+    if (t.rows == 0 || t.width == 0) return Status::InvalidArgument("row table '" + t.name + "' is empty");
+    if (!job.rule.empty() && t.rule != job.rule) {
+      return Status::InvalidArgument("row tables '" + tables[0].name + "' and '" + t.name +
+                                     "' name different rules (a job has one)");
+    }
+    job.rule = t.rule;
+    job.optimizer = t.hyper;
+  }
+  job.schema = EstimatorJobSchema(tables);
+  GEOMX_RETURN_IF_ERROR(job.schema.Validate());
+  return job;
 }
 
 PsCollective::PsCollective(ps::PsContext* ps) : ps_(ps) {}
@@ -82,6 +109,47 @@ Result<std::vector<float>> PsCollective::AllGather(const std::string& key, std::
     if (n > 0) std::memcpy(all.data() + at, rec->data() + sizeof(uint32_t), n * sizeof(float));
   }
   return all;
+}
+
+Result<RowUpdate> PsCollective::PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
+                                                 std::span<const float> grads) {
+  const ps::KeyDef* def = nullptr;
+  for (const ps::KeyDef& k : ps_->schema().keys()) {
+    if (k.name == table.name && k.layout == ps::KeyLayoutKind::kRowSparse) def = &k;
+  }
+  if (def == nullptr || def->rows() != table.rows || def->row_width != table.width) {
+    return Status::InvalidArgument("row table '" + table.name + "' (" + std::to_string(table.rows) + " x " +
+                                   std::to_string(table.width) +
+                                   ") is not a key of this job: the estimator must declare it (Estimator::RowTables)");
+  }
+  if (grads.size() != rows.size() * table.width) {
+    return Status::InvalidArgument("row table '" + table.name + "': " + std::to_string(grads.size()) +
+                                   " gradients for " + std::to_string(rows.size()) + " rows");
+  }
+  auto answer = ps_->PushRows(def->key, rows, grads, row_rounds_[def->key]++);
+  if (!answer.ok()) return answer.status().WithContext("row table '" + table.name + "'");
+  if (answer->width != table.width || answer->values.size() != answer->rows.size() * table.width) {
+    return Status::DataLoss("row table '" + table.name + "': the server answered rows of width " +
+                            std::to_string(answer->width));
+  }
+  // Sorted by row, as the contract says (the reducers leave them in arrival order).
+  std::vector<size_t> order(answer->rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return answer->rows[a] < answer->rows[b]; });
+  RowUpdate out;
+  out.rows.reserve(order.size());
+  out.values.reserve(answer->values.size());
+  for (size_t i : order) {
+    if (answer->rows[i] >= table.rows) {
+      return Status::DataLoss("row table '" + table.name + "': the server answered row " +
+                              std::to_string(answer->rows[i]));
+    }
+    if (!out.rows.empty() && out.rows.back() == answer->rows[i]) continue;
+    out.rows.push_back(answer->rows[i]);
+    const float* v = answer->values.data() + i * table.width;
+    out.values.insert(out.values.end(), v, v + table.width);
+  }
+  return out;
 }
 
 }  // namespace geomx::algorithms

@@ -11,15 +11,22 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <vector>
 
 #include "algorithms/estimators/collective.h"
+#include "algorithms/ps/job.h"
 #include "algorithms/ps/key_schema.h"
 #include "algorithms/ps/ps_context.h"
 
 namespace geomx::algorithms {
 
-// The keys of an estimator job: the sum classes, the gather key and the barrier.
-ps::KeySchema EstimatorJobSchema();
+// The keys of an estimator job: the sum classes, the gather key, one row-sparse key per row table (in the order
+// given) and the barrier.
+ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables = {});
+// The job description of an estimator job: that schema, and the tables' rule and hyper-parameters.
+// kInvalidArgument for tables that name different rules (a job has one rule) or an empty table.
+Result<ps::JobDescription> EstimatorJobDescription(const std::vector<RowTableSpec>& tables);
 
 class PsCollective final : public Collective {
  public:
@@ -29,6 +36,8 @@ class PsCollective final : public Collective {
   int world() const override { return ps_->num_workers(); }
   Status AllReduceSum(const std::string& key, std::span<float> data) override;
   Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override;
+  Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
+                                     std::span<const float> grads) override;
 
   static constexpr int kSumClasses = 7;  // 256 << 2*i floats, i < kSumClasses
 
@@ -36,6 +45,7 @@ class PsCollective final : public Collective {
   ps::PsContext* ps_;
   std::array<int64_t, kSumClasses> sum_rounds_{};
   int64_t gather_round_ = 0;
+  std::map<uint64_t, int64_t> row_rounds_;  // by row-table key
 };
 
 }  // namespace geomx::algorithms

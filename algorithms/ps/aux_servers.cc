@@ -59,6 +59,52 @@ Status GlobalRule::OnRows(const KeyDef&, int64_t, const std::vector<uint64_t>&, 
   return Status::Ok();
 }
 
+bool GlobalRule::RowsAreValues(const KeyDef&) const { return false; }
+
+namespace {
+
+Status CheckRows(const KeyDef& key, const std::vector<uint64_t>& rows, size_t values) {
+  if (values != rows.size() * key.row_width) {
+    return Status::InvalidArgument("rows of " + key.name + ": " + std::to_string(values) + " values for " +
+                                   std::to_string(rows.size()) + " rows of width " + std::to_string(key.row_width));
+  }
+  for (uint64_t row : rows) {
+    if (row >= key.rows()) {
+      return Status::InvalidArgument("row " + std::to_string(row) + " of " + key.name + " (" +
+                                     std::to_string(key.rows()) + " rows)");
+    }
+  }
+  return Status::Ok();
+}
+
+// Adds (or writes) `values` into `table` and returns the updated rows.
+std::vector<float> MergeRows(const KeyDef& key, const std::vector<uint64_t>& rows, const std::vector<float>& values,
+                             bool replace, std::vector<float>* table) {
+  if (table->empty()) table->assign(key.elems, 0.0f);
+  const uint64_t w = key.row_width;
+  std::vector<float> updated(values.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    float* t = table->data() + rows[r] * w;
+    const float* v = values.data() + r * w;
+    for (uint64_t j = 0; j < w; ++j) t[j] = replace ? v[j] : t[j] + v[j];
+  }
+  for (size_t r = 0; r < rows.size(); ++r) std::copy_n(table->begin() + rows[r] * w, w, updated.begin() + r * w);
+  return updated;
+}
+
+}  // namespace
+
+Result<std::vector<float>> ApplyRowRound(GlobalRule& rule, DecisionBoard& board, const KeyDef& key, int64_t round,
+                                         const std::vector<uint64_t>& rows, std::vector<float> values,
+                                         int contributors, std::vector<float>* table) {
+  GEOMX_RETURN_IF_ERROR(CheckRows(key, rows, values.size()));
+  GEOMX_RETURN_IF_ERROR(rule.OnRows(key, round, rows, &values, contributors, board));
+  if (values.size() != rows.size() * key.row_width) {
+    return Status::Internal("the job rule changed the number of row values of " + key.name);
+  }
+  return MergeRows(key, rows, values, rule.RowsAreValues(key), table);
+}
+
 Result<std::unique_ptr<GlobalRule>> CreateGlobalRule(const JobDescription& job) {
   if (job.rule.empty()) return std::make_unique<GlobalRule>();
   Result<std::unique_ptr<GlobalRule>> rule = GlobalRuleRegistry::Global().Create(job.rule, job);
@@ -273,28 +319,16 @@ Result<Bytes> AuxGlobalServer::ApplyRows(const KeyDef& key, int64_t round, const
     return Status::InvalidArgument("rows of " + key.name + " have width " + std::to_string(rs.width) + ", expected " +
                                    std::to_string(key.row_width));
   }
-  for (uint64_t row : rs.rows) {
-    if (row >= key.rows()) {
-      return Status::InvalidArgument("row " + std::to_string(row) + " of " + key.name + " (" +
-                                     std::to_string(key.rows()) + " rows)");
-    }
-  }
+  GEOMX_RETURN_IF_ERROR(CheckRows(key, rs.rows, rs.values.size()));
   GEOMX_RETURN_IF_ERROR(rule_->OnRows(key, round, rs.rows, &rs.values, contributors, *this));
   if (rs.values.size() != rs.rows.size() * key.row_width) {
     return Status::Internal("the job rule changed the number of row values of " + key.name);
   }
-  std::vector<float> updated(rs.values.size());
+  std::vector<float> updated;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Table& t = tables_[key.key];
-    if (t.values.empty()) t.values.assign(key.elems, 0.0f);
-    const uint64_t w = key.row_width;
-    for (size_t r = 0; r < rs.rows.size(); ++r) {
-      for (uint64_t j = 0; j < w; ++j) t.values[rs.rows[r] * w + j] += rs.values[r * w + j];
-    }
-    for (size_t r = 0; r < rs.rows.size(); ++r) {
-      std::copy_n(t.values.begin() + rs.rows[r] * w, w, updated.begin() + r * w);
-    }
+    updated = MergeRows(key, rs.rows, rs.values, rule_->RowsAreValues(key), &t.values);
     t.round = std::max(t.round, round);
   }
   WakeWaiters(key.key);

@@ -5,8 +5,9 @@
 //
 //   aggregate key   every round's pushes of all workers are reduced (its reducer, over both tiers) and handed to
 //                   OnAggregate; what it returns is the value every pusher receives (default: the aggregate)
-//   row-sparse key  the summed row deltas are added to the server's table (OnRows may change them first); the
-//                   pushers receive the updated rows; pulls select rows
+//   row-sparse key  the summed row deltas are added to the server's table (OnRows may change them first; a rule
+//                   whose RowsAreValues() is true turns them into the rows' new values, which replace the
+//                   table's: a server-side optimizer); the pushers receive the updated rows; pulls select rows
 //   decision key    written by a rule through DecisionBoard::Publish (from any OnAggregate), pulled by every
 //                   worker with PsContext::PullDecision (a pull of round r waits until r is published)
 //
@@ -52,7 +53,18 @@ class GlobalRule {
   // to the table; may change `values` in place (e.g. scale by 1 / contributors). Default: nothing.
   virtual Status OnRows(const KeyDef& key, int64_t round, const std::vector<uint64_t>& rows,
                         std::vector<float>* values, int contributors, DecisionBoard& board);
+  // True when OnRows of `key` leaves the rows' new values in `values` (they replace the table's rows) rather than
+  // deltas to add. Default: false.
+  virtual bool RowsAreValues(const KeyDef& key) const;
 };
+
+// A completed round of a row-sparse key on its table (the global server's step; in-process emulations share it):
+// kInvalidArgument for a width other than key.row_width or a row outside the key; then rule.OnRows, then the values
+// added to (or, RowsAreValues, written over) `table` (key.elems floats, allocated here when empty). Returns the
+// updated rows, in the order of `rows`. Not thread-safe: the caller serialises calls on the same table.
+Result<std::vector<float>> ApplyRowRound(GlobalRule& rule, DecisionBoard& board, const KeyDef& key, int64_t round,
+                                         const std::vector<uint64_t>& rows, std::vector<float> values,
+                                         int contributors, std::vector<float>* table);
 
 // Rules by name (JobDescription::rule); "" is the default GlobalRule above.
 using GlobalRuleRegistry = Registry<GlobalRule, const JobDescription&>;

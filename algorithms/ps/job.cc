@@ -40,7 +40,8 @@ int64_t JobPlan::total_rounds() const {
 std::map<std::string, std::string> OptimizerFields(const nn::OptimizerConfig& c) {
   return {{"name", c.name},       {"lr", comm::NumberField(c.lr)},       {"weight_decay", comm::NumberField(c.weight_decay)},
           {"momentum", comm::NumberField(c.momentum)}, {"beta1", comm::NumberField(c.beta1)}, {"beta2", comm::NumberField(c.beta2)},
-          {"rho", comm::NumberField(c.rho)},           {"eps", comm::NumberField(c.eps)}};
+          {"rho", comm::NumberField(c.rho)},           {"eps", comm::NumberField(c.eps)},
+          {"l1", comm::NumberField(c.l1)},             {"ftrl_beta", comm::NumberField(c.ftrl_beta)}};
 }
 
 Result<nn::OptimizerConfig> OptimizerFromFields(const std::map<std::string, std::string>& f) {
@@ -55,6 +56,8 @@ Result<nn::OptimizerConfig> OptimizerFromFields(const std::map<std::string, std:
   GEOMX_RETURN_IF_ERROR(Number(f, "beta2", &c.beta2));
   GEOMX_RETURN_IF_ERROR(Number(f, "rho", &c.rho));
   GEOMX_RETURN_IF_ERROR(Number(f, "eps", &c.eps));
+  GEOMX_RETURN_IF_ERROR(Number(f, "l1", &c.l1));
+  GEOMX_RETURN_IF_ERROR(Number(f, "ftrl_beta", &c.ftrl_beta));
   GEOMX_RETURN_IF_ERROR(nn::ValidateOptimizerConfig(c));
   return c;
 }

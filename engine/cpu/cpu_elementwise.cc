@@ -215,11 +215,19 @@ void UpdateLoop(const Update& u, const Tensor& grad, Tensor* param, const std::v
     ParallelFor(n, 4, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) u(w[i], g[i], s0[i]);
     });
-  } else {
+  } else if constexpr (Update::kStates == 2) {
     float* s0 = F32(state[0]);
     float* s1 = F32(state[1]);
     ParallelFor(n, 8, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) u(w[i], g[i], s0[i], s1[i]);
+    });
+  } else {
+    static_assert(Update::kStates == 3, "an update rule has at most 3 state slots");
+    float* s0 = F32(state[0]);
+    float* s1 = F32(state[1]);
+    float* s2 = F32(state[2]);
+    ParallelFor(n, 10, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) u(w[i], g[i], s0[i], s1[i], s2[i]);
     });
   }
 }
@@ -377,6 +385,7 @@ Status CpuBackend::ApplyUpdate(UpdateRule rule, const UpdateHyper& h, const Tens
     case UpdateRule::kAdam: UpdateLoop(kernels::AdamUpdate::Make(h), grad, param, state); break;
     case UpdateRule::kAdamW: UpdateLoop(kernels::AdamWUpdate::Make(h), grad, param, state); break;
     case UpdateRule::kFtrl: UpdateLoop(kernels::FtrlUpdate::Make(h), grad, param, state); break;
+    case UpdateRule::kFtml: UpdateLoop(kernels::FtmlUpdate::Make(h), grad, param, state); break;
   }
   return Status::Ok();
 }

@@ -98,8 +98,9 @@ Status CudaBackend::ApplyUpdate(UpdateRule rule, const UpdateHyper& h, const Ten
                                 const std::vector<Tensor*>& state) {
   float* s0 = state.size() > 0 ? DeviceF32(state[0]) : nullptr;
   float* s1 = state.size() > 1 ? DeviceF32(state[1]) : nullptr;
+  float* s2 = state.size() > 2 ? DeviceF32(state[2]) : nullptr;
   GEOMX_CUDA_RETURN_IF_ERROR(
-      cuda::LaunchUpdate(rule, h, DeviceF32(grad), DeviceF32(param), s0, s1, param->numel(), ctx_->stream()));
+      cuda::LaunchUpdate(rule, h, DeviceF32(grad), DeviceF32(param), s0, s1, s2, param->numel(), ctx_->stream()));
   return Status::Ok();
 }
 

@@ -58,9 +58,9 @@ cudaError_t LaunchInvStdToVar(const float* inv_std, float eps, float* var, int64
 cudaError_t LaunchVarToInvStd(const float* var, float eps, float* inv_std, int64_t c, cudaStream_t stream);
 
 // ---- update.cu ----
-// Applies `rule` elementwise: param and the UpdateRuleStateCount(rule) state buffers (s0, s1; null when unused)
-// are updated in place.
+// Applies `rule` elementwise: param and the UpdateRuleStateCount(rule) state buffers (s0, s1, s2; null when
+// unused) are updated in place.
 cudaError_t LaunchUpdate(UpdateRule rule, const UpdateHyper& h, const float* grad, float* param, float* s0, float* s1,
-                         int64_t n, cudaStream_t stream);
+                         float* s2, int64_t n, cudaStream_t stream);
 
 }  // namespace geomx::cuda

@@ -59,6 +59,10 @@ struct FtrlUpdate {
 struct FtmlUpdate {
   static constexpr int kStates = 3;
   float lr, wd, b1, b2, eps, bc1, bc2;
+  // The optimizer form (UpdateRule::kFtml): lr, weight_decay, beta1, beta2, eps, step.
+  static FtmlUpdate Make(const UpdateHyper& h) {
+    return Make(h.lr, h.weight_decay, h.beta1, h.beta2, h.eps, static_cast<long long>(h.step));
+  }
   static FtmlUpdate Make(float lr, float wd, float b1, float b2, float eps, long long step) {
     const double t = static_cast<double>(step);
     return {lr,

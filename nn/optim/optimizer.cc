@@ -128,6 +128,8 @@ GEOMX_REGISTER(OptimizerRegistry, "adamw", RuleFactory("adamw", UpdateRule::kAda
                "AdamW (decoupled weight decay)");
 GEOMX_REGISTER(OptimizerRegistry, "ftrl", RuleFactory("ftrl", UpdateRule::kFtrl, {"z", "n"}),
                "FTRL-Proximal (per-coordinate rates, L1 sparsity; lr is alpha, weight_decay is l2), as MXNet's Ftrl");
+GEOMX_REGISTER(OptimizerRegistry, "ftml", RuleFactory("ftml", UpdateRule::kFtml, {"d", "v", "z"}),
+               "FTML, Follow the Moving Leader (beta1, beta2, eps; weight_decay is L2), as MXNet's FTML");
 
 }  // namespace
 

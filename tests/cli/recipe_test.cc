@@ -440,10 +440,10 @@ TEST(RecipeTest, UnknownNamesListTheAllowedOnes) {
                   "lenet5, resnet20"});
   EXPECT_EQ(ErrorLines("data: {name: imagenet}"),
             Lines{"r.yaml:1:14: data.name: unknown dataset 'imagenet'; known: mnist, fashion-mnist, cifar10, csv, "
-                  "libsvm, image-folder, synthetic, friedman1, letor-synthetic"});
+                  "libsvm, image-folder, synthetic, friedman1, letor-synthetic, ctr-synthetic"});
   EXPECT_EQ(ErrorLines("optimizer: {name: adma}"),
             Lines{"r.yaml:1:19: optimizer.name: unknown optimizer 'adma' (did you mean 'adam'?); known: sgd, "
-                  "momentum, nesterov, adagrad, rmsprop, adadelta, adam, adamw, ftrl"});
+                  "momentum, nesterov, adagrad, rmsprop, adadelta, adam, adamw, ftrl, ftml"});
   EXPECT_EQ(ErrorLines("model: {activation: relux}"),
             Lines{"r.yaml:1:21: model.activation: unknown activation 'relux' (did you mean 'relu'?); known: relu, "
                   "tanh, sigmoid, gelu"});
@@ -463,8 +463,7 @@ TEST(RecipeTest, NameListsMatchTheRegistries) {
   // data.name also names the two generated tables of classical algorithms (datasets/table.h), which are not
   // datasets of the registry.
   std::vector<std::string> data_names = data::DatasetNames();
-  data_names.push_back("friedman1");
-  data_names.push_back("letor-synthetic");
+  for (const std::string& g : data::GeneratedTableNames()) data_names.push_back(g);
   for (const Case& c : {Case{"model.name", nn::ModelNames()}, Case{"data.name", data_names},
                         Case{"optimizer.name", nn::OptimizerNames()},
                         Case{"algorithm.name", algorithms::EstimatorRegistry::Names()}}) {

@@ -207,6 +207,43 @@ TEST(OpenTableTest, GeneratorsAreDeterministicAndTaskChecked) {
   for (float rel : r->train.targets) EXPECT_TRUE(rel >= 0 && rel <= 4 && rel == std::floor(rel));
 }
 
+TEST(OpenTableTest, CtrSyntheticIsOneHotPerFieldSkewedAndNoisy) {
+  DataConfig c;
+  c.name = "ctr-synthetic";
+  c.synthetic_train = 20000;
+  c.synthetic_test = 100;
+  c.synthetic_shape = {6, 1000};
+  auto a = OpenTable(c, {.task = TableTask::kClassification});
+  auto b = OpenTable(c, {.task = TableTask::kClassification});
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString();
+  const Table& t = a->train;
+  EXPECT_EQ(t.col_index, b->train.col_index);  // deterministic
+  EXPECT_EQ(t.labels, b->train.labels);
+  ASSERT_TRUE(t.sparse);
+  EXPECT_EQ(t.cols, 6000);
+  EXPECT_EQ(t.num_classes, 2);
+  std::vector<int64_t> count(6000, 0);
+  int64_t ones = 0;
+  for (int64_t i = 0; i < t.rows; ++i) {
+    ASSERT_EQ(t.row_ptr[i + 1] - t.row_ptr[i], 6);
+    for (int64_t p = t.row_ptr[i]; p < t.row_ptr[i + 1]; ++p) {
+      EXPECT_EQ(t.col_index[p] / 1000, p - t.row_ptr[i]) << "one value of field f in columns f*1000 .. f*1000+999";
+      EXPECT_EQ(t.values[p], 1.0f);
+      ++count[t.col_index[p]];
+    }
+    ones += t.labels[i];
+  }
+  // Log-uniform values: P(v) ~ 1 / ((v + 1) ln 1000), so value 0 of a field is far more frequent than value 500.
+  EXPECT_GT(count[0], 20 * std::max<int64_t>(1, count[500]));
+  EXPECT_GT(ones, t.rows / 5);  // both classes well represented
+  EXPECT_LT(ones, t.rows * 4 / 5);
+  c.synthetic_shape = {0, 10};
+  EXPECT_EQ(OpenTable(c, {.task = TableTask::kClassification}).status().code(), StatusCode::kInvalidArgument);
+  c.synthetic_shape = {6, 1000};
+  EXPECT_EQ(OpenTable(c, {.task = TableTask::kRegression}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(OpenTable(c, {.task = TableTask::kClustering}).ok());
+}
+
 TEST(ReadTableFileTest, ChecksWidthAndEncodesLabelsWithTheModelsNames) {
   ScratchDir dir;
   WriteFile(dir / "p.txt", "dog 1:1 2:2\ncat 2:1\nbird 1:3\n");

@@ -209,8 +209,9 @@ struct UpdateCase {
   UpdateHyper h;
 };
 
-// Double-precision reference of the rules in engine/op_params.h for one element, state in s0/s1.
-void ReferenceUpdate(UpdateRule rule, const UpdateHyper& h, double g, double* w, double* s0, double* s1) {
+// Double-precision reference of the rules in engine/op_params.h for one element, state in s0/s1/s2.
+void ReferenceUpdate(UpdateRule rule, const UpdateHyper& h, double g, double* w, double* s0, double* s1,
+                     double* s2) {
   const double gp = g + h.weight_decay * *w;
   switch (rule) {
     case UpdateRule::kSgd: *w -= h.lr * gp; break;
@@ -244,6 +245,16 @@ void ReferenceUpdate(UpdateRule rule, const UpdateHyper& h, double g, double* w,
       *w = std::fabs(*s0) <= h.l1 ? 0.0
                                    : -(*s0 - (*s0 > 0 ? h.l1 : -h.l1)) /
                                          ((h.ftrl_beta + std::sqrt(*s1)) / h.lr + h.weight_decay);
+      break;
+    }
+    case UpdateRule::kFtml: {  // Zheng & Kwok 2017, Algorithm 1 (L2 folded into g): s0 = d, s1 = v, s2 = z
+      const double t = static_cast<double>(h.step);
+      *s1 = h.beta2 * *s1 + (1 - h.beta2) * gp * gp;
+      const double d = (1 - std::pow(h.beta1, t)) / h.lr * (std::sqrt(*s1 / (1 - std::pow(h.beta2, t))) + h.eps);
+      const double sigma = d - h.beta1 * *s0;
+      *s2 = h.beta1 * *s2 + (1 - h.beta1) * gp - sigma * *w;
+      *s0 = d;
+      *w = -*s2 / d;
       break;
     }
     case UpdateRule::kAdam:
@@ -299,12 +310,17 @@ TEST_P(ElementwiseTest, UpdateRulesFirstStepHandValues) {
   EXPECT_NEAR(OneStep(dev(), UpdateRule::kFtrl, h), 4.49 / 15.1, 1e-6);
   h.l1 = 5.0f;  // |z| = 4.5 <= l1: exactly zero
   EXPECT_EQ(OneStep(dev(), UpdateRule::kFtrl, h), 0.0f);
+  // FTML's first step from w = 1, g = 0.5, lr 0.1, beta1 0.9, beta2 0.999, no decay: v = 0.00025, d = (0.1 / 0.1)
+  // * sqrt(0.00025 / 0.001) = 0.5, z = 0.1 * 0.5 - 0.5 * 1 = -0.45, w = 0.45 / 0.5 = 0.9 (like Adam: lr * sign(g)).
+  h.weight_decay = 0.0f;
+  EXPECT_NEAR(OneStep(dev(), UpdateRule::kFtml, h), 0.9, 1e-6);
 }
 
 TEST_P(ElementwiseTest, UpdateRulesMatchReferenceOverSeveralSteps) {
   const std::vector<UpdateRule> rules = {UpdateRule::kSgd,     UpdateRule::kMomentum, UpdateRule::kNesterov,
                                          UpdateRule::kAdaGrad, UpdateRule::kRmsProp,  UpdateRule::kAdaDelta,
-                                         UpdateRule::kAdam,    UpdateRule::kAdamW,    UpdateRule::kFtrl};
+                                         UpdateRule::kAdam,    UpdateRule::kAdamW,    UpdateRule::kFtrl,
+                                         UpdateRule::kFtml};
   for (int64_t n : {int64_t{5}, int64_t{100003}}) {
     for (UpdateRule rule : rules) {
       UpdateHyper h;
@@ -314,7 +330,8 @@ TEST_P(ElementwiseTest, UpdateRulesMatchReferenceOverSeveralSteps) {
       Tensor w = RandomTensor({n}, 20, -1, 1, dev());
       const std::vector<float> w0 = w.ToFloatVector();
       std::vector<double> rw(w0.begin(), w0.end());
-      std::vector<double> rs0(static_cast<size_t>(n), 0.0), rs1(static_cast<size_t>(n), 0.0);
+      std::vector<double> rs0(static_cast<size_t>(n), 0.0), rs1(static_cast<size_t>(n), 0.0),
+          rs2(static_cast<size_t>(n), 0.0);
       std::vector<Tensor> state;
       for (int i = 0; i < UpdateRuleStateCount(rule); ++i) state.push_back(Tensor::Zeros({n}, DType::kF32, dev()));
       std::vector<Tensor*> ptrs;
@@ -324,7 +341,7 @@ TEST_P(ElementwiseTest, UpdateRulesMatchReferenceOverSeveralSteps) {
         Tensor g = RandomTensor({n}, static_cast<uint64_t>(30 + step), -1, 1, dev());
         const std::vector<float> gv = g.ToFloatVector();
         ops::ApplyUpdate(rule, h, g, &w, ptrs);
-        for (size_t i = 0; i < rw.size(); ++i) ReferenceUpdate(rule, h, gv[i], &rw[i], &rs0[i], &rs1[i]);
+        for (size_t i = 0; i < rw.size(); ++i) ReferenceUpdate(rule, h, gv[i], &rw[i], &rs0[i], &rs1[i], &rs2[i]);
       }
       std::vector<float> want(rw.begin(), rw.end());
       EXPECT_TRUE(AllClose(w.ToFloatVector(), want, 1e-4f, 1e-5f))
@@ -332,6 +349,10 @@ TEST_P(ElementwiseTest, UpdateRulesMatchReferenceOverSeveralSteps) {
       if (!state.empty()) {
         std::vector<float> want_s0(rs0.begin(), rs0.end());
         EXPECT_TRUE(AllClose(state[0].ToFloatVector(), want_s0, 1e-4f, 1e-6f)) << "rule " << static_cast<int>(rule);
+      }
+      if (state.size() == 3) {
+        std::vector<float> want_s2(rs2.begin(), rs2.end());
+        EXPECT_TRUE(AllClose(state[2].ToFloatVector(), want_s2, 1e-4f, 1e-6f)) << "rule " << static_cast<int>(rule);
       }
     }
   }

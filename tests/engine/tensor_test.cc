@@ -90,6 +90,7 @@ TEST(OpParamsTest, ActivationNamesAndStateCounts) {
   EXPECT_EQ(UpdateRuleStateCount(UpdateRule::kAdam), 2);
   EXPECT_EQ(UpdateRuleStateCount(UpdateRule::kAdamW), 2);
   EXPECT_EQ(UpdateRuleStateCount(UpdateRule::kFtrl), 2);
+  EXPECT_EQ(UpdateRuleStateCount(UpdateRule::kFtml), 3);
 }
 
 TEST(CpuAllocatorTest, AlignedAndCounted) {

@@ -29,13 +29,14 @@ OptimizerConfig Config(const std::string& name) {
 struct Reference {
   std::string rule;
   OptimizerConfig c;
-  std::vector<double> w, a, b;  // a, b: the rule's state slots
+  std::vector<double> w, a, b, e;  // a, b, e: the rule's state slots
   int t = 0;
 
   void Step(const std::vector<double>& grad) {
     ++t;
     a.resize(w.size(), 0.0);
     b.resize(w.size(), 0.0);
+    e.resize(w.size(), 0.0);
     const double lr = c.lr, wd = c.weight_decay, mu = c.momentum, rho = c.rho, eps = c.eps;
     for (size_t i = 0; i < w.size(); ++i) {
       const double g = rule == "adamw" ? grad[i] : grad[i] + wd * w[i];
@@ -47,6 +48,13 @@ struct Reference {
         const double l1 = c.l1;
         w[i] = std::fabs(a[i]) <= l1 ? 0.0
                                      : -(a[i] - (a[i] > 0 ? l1 : -l1)) / ((c.ftrl_beta + std::sqrt(b[i])) / lr + wd);
+      } else if (rule == "ftml") {  // Zheng & Kwok 2017, Algorithm 1 with g + wd*w; a = d, b = v, e = z
+        const double b1 = c.beta1, b2 = c.beta2;
+        b[i] = b2 * b[i] + (1 - b2) * g * g;
+        const double d = (1 - std::pow(b1, t)) / lr * (std::sqrt(b[i] / (1 - std::pow(b2, t))) + eps);
+        e[i] = b1 * e[i] + (1 - b1) * g - (d - b1 * a[i]) * w[i];
+        a[i] = d;
+        w[i] = -e[i] / d;
       } else if (rule == "sgd") {
         w[i] -= lr * g;
       } else if (rule == "momentum") {
@@ -130,11 +138,11 @@ TEST_P(OptimizerRuleTest, StateDictRoundTripContinuesIdentically) {
 
 INSTANTIATE_TEST_SUITE_P(AllRules, OptimizerRuleTest,
                          ::testing::Values("sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adadelta", "adam",
-                                           "adamw", "ftrl"));
+                                           "adamw", "ftrl", "ftml"));
 
-TEST(OptimizerTest, NamesAreTheNineRulesSorted) {
-  EXPECT_EQ(OptimizerNames(), (std::vector<std::string>{"adadelta", "adagrad", "adam", "adamw", "ftrl", "momentum",
-                                                        "nesterov", "rmsprop", "sgd"}));
+TEST(OptimizerTest, NamesAreTheTenRulesSorted) {
+  EXPECT_EQ(OptimizerNames(), (std::vector<std::string>{"adadelta", "adagrad", "adam", "adamw", "ftml", "ftrl",
+                                                        "momentum", "nesterov", "rmsprop", "sgd"}));
 }
 
 TEST(OptimizerTest, StateSlotsAreNamedPerRule) {

@@ -79,17 +79,112 @@ TEST(PsCollectiveTest, SumsOfEverySizeAndGathersInRankOrder) {
   }
 }
 
-TEST(PsCollectiveTest, AnEstimatorFittedOverTheParameterServerMatchesTheInProcessCollective) {
-  EstimatorJob job;
-  job.algorithm = "kmeans";
-  job.params = {{"n_clusters", "4"}, {"max_iter", "20"}};
-  job.data.name = "synthetic";
-  job.data.synthetic_train = 800;
-  job.data.synthetic_test = 200;
-  job.data.synthetic_classes = 4;
-  job.data.synthetic_shape = {6};
-  job.threads = 1;
-  job.seed = 5;
+// Two rounds of an FTRL row table (alpha 0.5, beta 1, no L1/L2): worker w pushes row 10w + 1 with gradient
+// (w + 1, -(w + 1)) and everyone pushes row 999 with (1, 1); then only worker 1 pushes row 1 with (1, 0).
+// By McMahan's Algorithm 1 from a zero state, one gradient g gives z = g, n = g^2, w = -g alpha / (beta + |g|).
+RowTableSpec TestTable() {
+  RowTableSpec t;
+  t.name = "t.weights";
+  t.rows = 1000;
+  t.width = 2;
+  t.rule = "online-update";
+  t.hyper.name = "ftrl";
+  t.hyper.lr = 0.5f;
+  t.hyper.ftrl_beta = 1.0f;
+  t.hyper.l1 = 0.0f;
+  t.hyper.weight_decay = 0.0f;
+  return t;
+}
+
+void RowTableRounds(Collective* c, std::vector<RowUpdate>* out) {
+  const RowTableSpec t = TestTable();
+  const int w = c->rank();
+  const float g = static_cast<float>(w + 1);
+  const std::vector<uint64_t> rows = {999, static_cast<uint64_t>(10 * w + 1)};
+  Result<RowUpdate> first = c->PushRowGradients(t, rows, std::vector<float>{1, 1, g, -g});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  out->push_back(*first);
+  const std::vector<uint64_t> second_rows = w == 1 ? std::vector<uint64_t>{1} : std::vector<uint64_t>{};
+  const std::vector<float> second_grads = w == 1 ? std::vector<float>{1, 0} : std::vector<float>{};
+  Result<RowUpdate> second = c->PushRowGradients(t, second_rows, second_grads);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  out->push_back(*second);
+}
+
+void ExpectRowTableRoundsByHand(const std::vector<RowUpdate>& got) {
+  ASSERT_EQ(got.size(), 2u);
+  auto one = [](float g) { return -g * 0.5f / (1.0f + std::fabs(g)); };
+  EXPECT_EQ(got[0].rows, (std::vector<uint64_t>{1, 11, 21, 31, 999}));  // the union, sorted
+  const std::vector<float> want0 = {one(1), one(-1), one(2), one(-2), one(3), one(-3), one(4), one(-4),
+                                    one(4), one(4)};
+  ASSERT_EQ(got[0].values.size(), want0.size());
+  for (size_t i = 0; i < want0.size(); ++i) EXPECT_NEAR(got[0].values[i], want0[i], 1e-6) << i;
+  // Row 1 again with g = (1, 0): sigma = (sqrt 2 - 1) / 0.5, z = 1 + 1 + sigma / 4, w = -z / ((1 + sqrt 2) / 0.5);
+  // the second column had no gradient and keeps its weight.
+  const double sigma = (std::sqrt(2.0) - 1.0) / 0.5, z = 2.0 + sigma * 0.25;
+  EXPECT_EQ(got[1].rows, (std::vector<uint64_t>{1}));
+  ASSERT_EQ(got[1].values.size(), 2u);
+  EXPECT_NEAR(got[1].values[0], -z / ((1.0 + std::sqrt(2.0)) / 0.5), 1e-6);
+  EXPECT_NEAR(got[1].values[1], one(-1), 1e-7);
+}
+
+TEST(PsCollectiveTest, RowTablesApplyTheRuleToTheSummedRowsOnTheGlobalServer) {
+  Result<ps::JobDescription> job = EstimatorJobDescription({TestTable()});
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->rule, "online-update");
+  std::vector<std::vector<RowUpdate>> over_ps(kWorkers);
+  auto worker = [&](const cluster::ClusterConfig& c, const std::string& party, int rank,
+                    const cluster::RoleEnv& env) -> Status {
+    GEOMX_ASSIGN_OR_RETURN(auto session, cluster::WorkerSession::Join(c, party, rank, job->schema, env));
+    std::unique_ptr<ps::PsContext> ps = session->MakeContext();
+    PsCollective collective(ps.get());
+    RowTableRounds(&collective, &over_ps[collective.rank()]);
+    return session->Finish();
+  };
+  for (const auto& [name, s] : RunTwoTierJob(Config(), *job, worker)) {
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    SCOPED_TRACE("parameter server, worker " + std::to_string(w));
+    ExpectRowTableRoundsByHand(over_ps[w]);
+  }
+  // The in-process collective emulates the same step.
+  ThreadCollectiveGroup group(kWorkers);
+  std::vector<std::vector<RowUpdate>> in_process(kWorkers);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorkers; ++r) threads.emplace_back([&, r] { RowTableRounds(group.Worker(r), &in_process[r]); });
+  for (auto& t : threads) t.join();
+  for (int w = 0; w < kWorkers; ++w) {
+    SCOPED_TRACE("threads, worker " + std::to_string(w));
+    ExpectRowTableRoundsByHand(in_process[w]);
+  }
+}
+
+TEST(PsCollectiveTest, ATableTheJobDidNotDeclareIsRefused) {
+  auto worker = [&](const cluster::ClusterConfig& c, const std::string& party, int rank,
+                    const cluster::RoleEnv& env) -> Status {
+    GEOMX_ASSIGN_OR_RETURN(auto session, cluster::WorkerSession::Join(c, party, rank, EstimatorJobSchema(), env));
+    std::unique_ptr<ps::PsContext> ps = session->MakeContext();
+    PsCollective collective(ps.get());
+    RowTableSpec t;
+    t.name = "undeclared";
+    t.rows = 4;
+    t.width = 1;
+    Result<RowUpdate> r = collective.PushRowGradients(t, std::vector<uint64_t>{0}, std::vector<float>{1});
+    if (r.ok() || r.status().code() != StatusCode::kInvalidArgument) return Status::Internal("accepted");
+    if (r.status().message().find("Estimator::RowTables") == std::string::npos) return r.status();
+    return session->Finish();
+  };
+  for (const auto& [name, s] : RunTwoTierJob(Config(), Job(), worker)) {
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  }
+}
+
+// A job fitted over the parameter server and over the in-process collective on the same shards: the same test
+// metrics (the same sums in another order: equal up to float rounding).
+void ExpectParameterServerMatchesThreads(const EstimatorJob& job, std::vector<Metrics>* metrics = nullptr) {
+  Result<PreparedEstimatorJob> prepared = PrepareEstimatorJob(job);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
   std::vector<Metrics> over_ps(kWorkers);
   auto worker = [&](const cluster::ClusterConfig& c, const std::string& party, int rank,
                     const cluster::RoleEnv& env) -> Status {
@@ -97,7 +192,7 @@ TEST(PsCollectiveTest, AnEstimatorFittedOverTheParameterServerMatchesTheInProces
     over_ps[cluster::WorkerIndex(c.topology, party == "dc-a" ? 0 : 1, rank)] = o.test;
     return Status::Ok();
   };
-  for (const auto& [name, s] : RunTwoTierJob(Config(), Job(), worker)) {
+  for (const auto& [name, s] : RunTwoTierJob(Config(), prepared->ps_job, worker)) {
     ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
   }
 
@@ -116,12 +211,44 @@ TEST(PsCollectiveTest, AnEstimatorFittedOverTheParameterServerMatchesTheInProces
     ASSERT_EQ(over_ps[w].size(), in_process[w].size());
     for (size_t m = 0; m < over_ps[w].size(); ++m) {
       EXPECT_EQ(over_ps[w][m].name, in_process[w][m].name);
-      // The same sums in another order: equal up to float rounding.
       EXPECT_NEAR(over_ps[w][m].value, in_process[w][m].value, 1e-3 * (1 + std::abs(in_process[w][m].value)))
           << over_ps[w][m].name << " on worker " << w;
     }
-    EXPECT_GT(MetricValue(over_ps[w], "purity"), 0.5) << "four blobs: well above chance (0.25)";
   }
+  if (metrics != nullptr) *metrics = over_ps;
+}
+
+TEST(PsCollectiveTest, FtrlAndFtmlOverTheirRowTablesMatchTheInProcessCollective) {
+  for (const char* name : {"ftrl", "ftml"}) {
+    SCOPED_TRACE(name);
+    EstimatorJob job;
+    job.algorithm = name;
+    job.params = {{"batch_size", "4"}, {"epochs", "2"}};
+    job.data.name = "synthetic";
+    job.data.synthetic_train = 400;
+    job.data.synthetic_test = 200;
+    job.data.synthetic_classes = 3;
+    job.data.synthetic_shape = {6};
+    job.seed = 3;
+    ExpectParameterServerMatchesThreads(job);
+  }
+}
+
+TEST(PsCollectiveTest, AnEstimatorFittedOverTheParameterServerMatchesTheInProcessCollective) {
+  EstimatorJob job;
+  job.algorithm = "kmeans";
+  job.params = {{"n_clusters", "4"}, {"max_iter", "20"}};
+  job.data.name = "synthetic";
+  job.data.synthetic_train = 800;
+  job.data.synthetic_test = 200;
+  job.data.synthetic_classes = 4;
+  job.data.synthetic_shape = {6};
+  job.threads = 1;
+  job.seed = 5;
+  std::vector<Metrics> over_ps;
+  ExpectParameterServerMatchesThreads(job, &over_ps);
+  ASSERT_EQ(over_ps.size(), static_cast<size_t>(kWorkers));
+  for (const Metrics& m : over_ps) EXPECT_GT(MetricValue(m, "purity"), 0.5) << "four blobs: well above chance (0.25)";
 }
 
 }  // namespace

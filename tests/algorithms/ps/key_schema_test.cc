@@ -115,6 +115,8 @@ TEST(JobDescriptionTest, RoundTripAndRefusals) {
   job.optimizer.name = "momentum";
   job.optimizer.lr = 0.125f;
   job.optimizer.momentum = 0.8f;
+  job.optimizer.l1 = 0.25f;        // FTRL's settings travel too (a server-side ftrl ran with the defaults before)
+  job.optimizer.ftrl_beta = 2.5f;
   job.schedule.name = "cosine";
   job.schedule.warmup_iterations = 17;
   job.rule = "some-rule";
@@ -128,6 +130,8 @@ TEST(JobDescriptionTest, RoundTripAndRefusals) {
   EXPECT_EQ(back->optimizer.name, "momentum");
   EXPECT_FLOAT_EQ(back->optimizer.lr, 0.125f);
   EXPECT_FLOAT_EQ(back->optimizer.momentum, 0.8f);
+  EXPECT_FLOAT_EQ(back->optimizer.l1, 0.25f);
+  EXPECT_FLOAT_EQ(back->optimizer.ftrl_beta, 2.5f);
   EXPECT_EQ(back->schedule.name, "cosine");
   EXPECT_EQ(back->schedule.warmup_iterations, 17);
   EXPECT_EQ(back->rule, "some-rule");
