@@ -23,6 +23,10 @@ class NoDecisions final : public ps::DecisionBoard {
 
 }  // namespace
 
+Status Collective::AllReduceSumCompressible(const std::string& key, std::span<float> data, size_t) {
+  return AllReduceSum(key, data);
+}
+
 // A generation-counted rendezvous: every member deposits its contribution, the last one combines, all read.
 struct ThreadCollectiveGroup::Shared {
   explicit Shared(int w)

@@ -45,6 +45,12 @@ class Collective {
   virtual int world() const = 0;  // workers in the job
   // In place: data <- the element-wise sum of every worker's `data` (all give the same size for the same key).
   virtual Status AllReduceSum(const std::string& key, std::span<float> data) = 0;
+  // AllReduceSum of a vector whose first data.size() - exact_tail values tolerate the job's lossy compression
+  // (gradients, model deltas; never counts or statistics that must add up exactly) and whose last exact_tail values
+  // (losses, weights, flags) must be exact. With `accelerators.compression: fp16` in the recipe the lossy part
+  // travels as FP16 relative to its largest value (each value within max |value| * 2^-12 per tier); otherwise, and
+  // by default, this is AllReduceSum.
+  virtual Status AllReduceSumCompressible(const std::string& key, std::span<float> data, size_t exact_tail);
   // Every worker's `mine`, concatenated in rank order (sizes may differ): the concat reducer (support vectors,
   // k-means|| candidates, local top-k lists).
   virtual Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) = 0;

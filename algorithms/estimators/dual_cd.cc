@@ -655,7 +655,7 @@ Result<DualCdReport> RunCoCoA(DualCdTask* task, const DualCdOptions& options, co
     }
     for (int64_t p = 0; p < problems; ++p) sums[separable_at + static_cast<size_t>(p)] = static_cast<float>(task->SeparableObjective(p));
     sums[interrupt_at] = context.Interrupted() ? 1.0f : 0.0f;
-    GEOMX_RETURN_IF_ERROR(collective->AllReduceSum(key + "/delta", sums));
+    GEOMX_RETURN_IF_ERROR(collective->AllReduceSumCompressible(key + "/delta", sums, static_cast<size_t>(problems) + 1));
     for (int64_t p : running) task->ApplyDelta(p, scale, std::span<const float>(sums.data() + static_cast<size_t>(p) * dim, dim));
     GEOMX_ASSIGN_OR_RETURN(std::vector<float> gathered, collective->AllGather(key + "/violation", violation));
     if (gathered.size() != static_cast<size_t>(problems) * static_cast<size_t>(world)) {

@@ -315,7 +315,7 @@ class LogReg::Objective {
     SplitDouble(loss / total_weight_, &tail[0], &tail[1]);
     tail[2] = context_.Interrupted() ? 1.0f : 0.0f;
     if (context_.collective != nullptr) {
-      GEOMX_RETURN_IF_ERROR(context_.collective->AllReduceSum("logreg.lbfgs", buffer_));
+      GEOMX_RETURN_IF_ERROR(context_.collective->AllReduceSumCompressible("logreg.lbfgs", buffer_, 3));
     }
     if (tail[2] > 0) return Status::Cancelled("logreg: interrupted");
     const double data_loss = context_.collective != nullptr
@@ -460,7 +460,7 @@ Status LogReg::FitMiniBatch(const data::Table& train, const FitContext& context,
       tail[1] = static_cast<float>(weight);
       tail[2] = context.Interrupted() ? 1.0f : 0.0f;
       if (context.collective != nullptr) {
-        GEOMX_RETURN_IF_ERROR(context.collective->AllReduceSum("logreg.minibatch", buffer));
+        GEOMX_RETURN_IF_ERROR(context.collective->AllReduceSumCompressible("logreg.minibatch", buffer, 3));
       }
       if (tail[2] > 0) return Status::Cancelled("logreg: interrupted");
       if (!(tail[1] > 0)) continue;

@@ -10,6 +10,7 @@ namespace {
 
 constexpr uint64_t kFirstSumKey = 1;
 constexpr uint64_t kGatherKey = kFirstSumKey + PsCollective::kSumClasses;
+constexpr uint64_t kHalfSumKey = kGatherKey + 1;
 
 constexpr uint64_t ClassElems(int c) { return uint64_t{256} << (2 * c); }
 
@@ -26,7 +27,9 @@ ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables) {
   }
   keys.push_back({.key = kGatherKey, .name = "gather", .elems = 1, .reducer = "concat",
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
-  uint64_t next = kGatherKey + 1;
+  keys.push_back({.key = kHalfSumKey, .name = "sum_fp16", .elems = 1, .reducer = "half_sum",
+                  .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
+  uint64_t next = kHalfSumKey + 1;
   for (const RowTableSpec& t : tables) {
     keys.push_back({.key = next++,
                     .name = t.name,
@@ -56,7 +59,25 @@ Result<ps::JobDescription> EstimatorJobDescription(const std::vector<RowTableSpe
   return job;
 }
 
-PsCollective::PsCollective(ps::PsContext* ps) : ps_(ps) {}
+PsCollective::PsCollective(ps::PsContext* ps, SumCompression compression) : ps_(ps), compression_(compression) {}
+
+Status PsCollective::AllReduceSumCompressible(const std::string& key, std::span<float> data, size_t exact_tail) {
+  if (compression_ == SumCompression::kNone) return AllReduceSum(key, data);
+  if (exact_tail > data.size()) return Status::InvalidArgument("sum '" + key + "': exact tail longer than the sum");
+  const size_t lossy = data.size() - exact_tail;
+  GEOMX_ASSIGN_OR_RETURN(Bytes payload, comm::EncodeHalfSum(data.first(lossy), data.last(exact_tail)));
+  auto answer = ps_->PushPullPayload(kHalfSumKey, std::move(payload), half_round_++);
+  if (!answer.ok()) return answer.status().WithContext("sum '" + key + "'");
+  GEOMX_ASSIGN_OR_RETURN(comm::HalfSum sum, comm::DecodeHalfSum(*answer));
+  if (sum.lossy.size() != lossy || sum.exact.size() != exact_tail) {
+    return Status::DataLoss("sum '" + key + "': the server answered " + std::to_string(sum.lossy.size()) + " + " +
+                            std::to_string(sum.exact.size()) + " values for " + std::to_string(lossy) + " + " +
+                            std::to_string(exact_tail));
+  }
+  std::copy(sum.lossy.begin(), sum.lossy.end(), data.begin());
+  std::copy(sum.exact.begin(), sum.exact.end(), data.begin() + static_cast<std::ptrdiff_t>(lossy));
+  return Status::Ok();
+}
 
 Status PsCollective::AllReduceSum(const std::string& key, std::span<float> data) {
   constexpr uint64_t kLargest = ClassElems(kSumClasses - 1);

@@ -6,6 +6,8 @@
 // Estimators ask for sums of any length while a job's keys are fixed when it starts, so the job has one sum key per
 // size class (256 .. 2^20 floats, by factors of 4): a sum travels in the smallest class that holds it (padded with
 // zeros, so at most 4x its size on the wire and never less than 1 KiB), longer sums in chunks of the largest.
+// Compressible sums (AllReduceSumCompressible) with SumCompression::kFp16 travel on one more key, reducer half_sum
+// (comm/handlers/payloads.h): any length, no padding, 2 bytes per lossy value, summed and re-encoded at each tier.
 // Every worker makes the same calls in the same order (collective.h), so the rounds of each key agree.
 #pragma once
 
@@ -28,13 +30,17 @@ ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables = {});
 // kInvalidArgument for tables that name different rules (a job has one rule) or an empty table.
 Result<ps::JobDescription> EstimatorJobDescription(const std::vector<RowTableSpec>& tables);
 
+// How PsCollective carries AllReduceSumCompressible: exactly (f32 sum keys) or as FP16 (the half_sum key).
+enum class SumCompression : uint8_t { kNone, kFp16 };
+
 class PsCollective final : public Collective {
  public:
   // Borrows `ps` (a context over EstimatorJobSchema()); it must outlive this.
-  explicit PsCollective(ps::PsContext* ps);
+  explicit PsCollective(ps::PsContext* ps, SumCompression compression = SumCompression::kNone);
   int rank() const override { return ps_->worker_index(); }
   int world() const override { return ps_->num_workers(); }
   Status AllReduceSum(const std::string& key, std::span<float> data) override;
+  Status AllReduceSumCompressible(const std::string& key, std::span<float> data, size_t exact_tail) override;
   Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override;
   Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
                                      std::span<const float> grads) override;
@@ -43,8 +49,10 @@ class PsCollective final : public Collective {
 
  private:
   ps::PsContext* ps_;
+  const SumCompression compression_;
   std::array<int64_t, kSumClasses> sum_rounds_{};
   int64_t gather_round_ = 0;
+  int64_t half_round_ = 0;
   std::map<uint64_t, int64_t> row_rounds_;  // by row-table key
 };
 

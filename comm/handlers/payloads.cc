@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "comm/compression/compressor.h"
+
 namespace geomx::comm {
 namespace {
 
@@ -170,6 +172,53 @@ Result<WeightedValues> DecodeWeighted(const Bytes& payload) {
   }
   out.values.resize(c.remaining() / 4);
   if (!out.values.empty()) std::memcpy(out.values.data(), payload.data() + 8, out.values.size() * 4);
+  return out;
+}
+
+Result<Bytes> EncodeHalfSum(std::span<const float> lossy, std::span<const float> exact) {
+  float largest = 0;
+  for (float v : lossy) {
+    if (!std::isfinite(v)) return Status::InvalidArgument("half_sum: a value to send is not finite");
+    largest = std::max(largest, std::fabs(v));
+  }
+  const float scale = largest > 0 ? largest / 32768.0f : 1.0f;
+  std::vector<float> scaled(lossy.size());
+  for (size_t i = 0; i < lossy.size(); ++i) scaled[i] = lossy[i] / scale;
+  std::vector<uint16_t> halves(lossy.size());
+  FloatToHalf(scaled, halves);
+  Builder b(20 + exact.size() * 4 + halves.size() * 2);
+  b.Put<uint64_t>(lossy.size());
+  b.Put<uint64_t>(exact.size());
+  b.Put<float>(scale);
+  b.PutRaw(exact.data(), exact.size() * 4);
+  b.PutRaw(halves.data(), halves.size() * 2);
+  return b.Take();
+}
+
+Result<HalfSum> DecodeHalfSum(const Bytes& payload) {
+  Cursor c(payload);
+  uint64_t n_lossy = 0, n_exact = 0;
+  float scale = 0;
+  if (!c.Get(&n_lossy) || !c.Get(&n_exact) || !c.Get(&scale)) {
+    return Status::DataLoss("half_sum: payload of " + std::to_string(payload.size()) + " bytes has no header");
+  }
+  // Sizes are checked against the bytes present before anything is allocated.
+  if (n_exact > c.remaining() / 4 || n_lossy > (c.remaining() - n_exact * 4) / 2 ||
+      c.remaining() != n_exact * 4 + n_lossy * 2) {
+    return Status::DataLoss("half_sum: header claims " + std::to_string(n_lossy) + " FP16 and " +
+                            std::to_string(n_exact) + " f32 values, the payload holds " +
+                            std::to_string(c.remaining()) + " bytes after it");
+  }
+  if (!std::isfinite(scale) || !(scale > 0)) return Status::DataLoss("half_sum: scale is not a positive number");
+  HalfSum out;
+  out.exact.resize(n_exact);
+  if (n_exact > 0) std::memcpy(out.exact.data(), payload.data() + c.pos(), n_exact * 4);
+  c.Skip(n_exact * 4);
+  std::vector<uint16_t> halves(n_lossy);
+  if (n_lossy > 0) std::memcpy(halves.data(), payload.data() + c.pos(), n_lossy * 2);
+  out.lossy.resize(n_lossy);
+  HalfToFloat(halves, out.lossy);
+  for (float& v : out.lossy) v *= scale;
   return out;
 }
 

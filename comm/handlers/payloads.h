@@ -6,6 +6,8 @@
 //   concat            [u64 num_records] then per record [u64 bytes][bytes]
 //   topk_merge        [u64 k][u64 n] then n x [f32 distance][u32 0][u64 id][i64 label]   (n <= k)
 //   weighted_average  [f64 weight][length x f32 values]   (the values are already the average; weight > 0)
+//   half_sum          [u64 n_lossy][u64 n_exact][f32 scale][n_exact x f32][n_lossy x f16 of value / scale]
+//                     (scale = max |lossy value| / 32768, or 1 when all are 0: FP16 relative to the largest)
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -51,5 +53,15 @@ struct WeightedValues {
 };
 Bytes EncodeWeighted(double weight, std::span<const float> values);
 Result<WeightedValues> DecodeWeighted(const Bytes& payload);
+
+// A sum whose first part tolerates FP16 (gradients, model deltas: each value is carried to within
+// max |value| * 2^-12) and whose second part is summed exactly (losses, weights, flags).
+struct HalfSum {
+  std::vector<float> lossy;
+  std::vector<float> exact;
+};
+// kInvalidArgument when a lossy value is not finite (it has no FP16 form relative to a finite scale).
+Result<Bytes> EncodeHalfSum(std::span<const float> lossy, std::span<const float> exact);
+Result<HalfSum> DecodeHalfSum(const Bytes& payload);
 
 }  // namespace geomx::comm

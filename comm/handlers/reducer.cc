@@ -197,6 +197,47 @@ class WeightedAverageReducer : public Reducer {
   Contributions parts_;
 };
 
+class HalfSumReducer : public Reducer {
+ public:
+  explicit HalfSumReducer(const ReducerConfig&) {}
+  std::string_view name() const override { return "half_sum"; }
+  std::string_view codec() const override { return "half_sum"; }
+  Status Validate(const Bytes& payload) const override {
+    Result<HalfSum> h = DecodeHalfSum(payload);
+    if (!h.ok()) return h.status();
+    if (started_ && (h->lossy.size() != lossy_.size() || h->exact.size() != exact_.size())) {
+      return Status::InvalidArgument("half_sum: " + std::to_string(h->lossy.size()) + " + " +
+                                     std::to_string(h->exact.size()) + " values, earlier contributions had " +
+                                     std::to_string(lossy_.size()) + " + " + std::to_string(exact_.size()));
+    }
+    return Status::Ok();
+  }
+  void Combine(int contributor, Bytes payload) override {
+    Result<HalfSum> h = DecodeHalfSum(payload);
+    GEOMX_CHECK(h.ok()) << "half_sum: Combine without Validate";
+    if (!started_) {
+      lossy_.assign(h->lossy.size(), 0.0f);
+      exact_.assign(h->exact.size(), 0.0f);
+      started_ = true;
+    }
+    parts_.emplace(contributor, std::move(payload));
+  }
+  Result<Bytes> Finish() override {
+    if (parts_.empty()) return Status::Internal("half_sum: nothing to reduce");
+    for (const auto& [contributor, payload] : parts_) {
+      GEOMX_ASSIGN_OR_RETURN(HalfSum h, DecodeHalfSum(payload));
+      for (size_t i = 0; i < lossy_.size(); ++i) lossy_[i] += h.lossy[i];
+      for (size_t i = 0; i < exact_.size(); ++i) exact_[i] += h.exact[i];
+    }
+    return EncodeHalfSum(lossy_, exact_);
+  }
+
+ private:
+  bool started_ = false;
+  std::vector<float> lossy_, exact_;
+  Contributions parts_;
+};
+
 template <typename T>
 ReducerRegistry::Factory Factory() {
   return [](const ReducerConfig& c) -> Result<std::unique_ptr<Reducer>> {
@@ -212,6 +253,7 @@ GEOMX_REGISTER(ReducerRegistry, "row_sparse", Factory<RowSparseReducer>(), "unio
 GEOMX_REGISTER(ReducerRegistry, "concat", Factory<ConcatReducer>(), "record lists, concatenated by contributor");
 GEOMX_REGISTER(ReducerRegistry, "topk_merge", Factory<TopKMergeReducer>(), "k smallest (distance, id, label)");
 GEOMX_REGISTER(ReducerRegistry, "weighted_average", Factory<WeightedAverageReducer>(), "weight-summed average");
+GEOMX_REGISTER(ReducerRegistry, "half_sum", Factory<HalfSumReducer>(), "FP16 sum with an exact f32 part");
 
 Result<std::unique_ptr<Reducer>> MakeReducer(const std::string& name, const ReducerConfig& config) {
   [[maybe_unused]] static const bool gx_linked = GxReducerLinked();  // keeps "gx_sum" (comm/compression/)

@@ -84,6 +84,23 @@ TEST(AlgorithmRecipeTest, ErrorsNameFileLineColumnWithHints) {
   EXPECT_EQ(flag[0].rfind("--set algorithm.penalty=l3: algorithm.penalty: unknown value 'l3'", 0), 0u) << flag[0];
 }
 
+TEST(AlgorithmRecipeTest, AcceleratorsAreFp16OnEveryLinkOrNone) {
+  const std::string topo =
+      "algorithm: {name: logreg}\n"
+      "topology:\n  datacentres:\n    - {name: a, workers: 1}\n    - {name: b, workers: 1}\n";
+  EXPECT_EQ(MustParse(topo + "accelerators: {compression: fp16}\n").accelerators.compression, "fp16");
+  const Lines bsc = ErrorLines(topo + "accelerators: {compression: bsc}\n");
+  ASSERT_EQ(bsc.size(), 1u);
+  EXPECT_NE(bsc[0].find("accelerators.compression: an algorithm's sums take fp16 on every link or no compression"),
+            std::string::npos)
+      << bsc[0];
+  const Lines partial = ErrorLines(topo + "accelerators: {links: {local_to_global: fp16}}\n");
+  ASSERT_EQ(partial.size(), 1u) << "fp16 on the WAN only";
+  const Lines p3 = ErrorLines(topo + "accelerators: {p3: {enabled: true}}\n");
+  ASSERT_EQ(p3.size(), 1u);
+  EXPECT_NE(p3[0].find("accelerators.p3.enabled: P3 slices a model's gradients"), std::string::npos) << p3[0];
+}
+
 // A small two-class CSV table: class "pos" when x0 + x1 > 1.
 std::string CsvTable(int rows, bool with_label = true) {
   std::string text = with_label ? "x0,x1,x2,label\n" : "x0,x1,x2\n";

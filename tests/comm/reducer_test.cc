@@ -1,6 +1,8 @@
 #include "comm/handlers/reducer.h"
 
 #include <cstring>
+#include <limits>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -26,7 +28,7 @@ std::unique_ptr<Reducer> Make(const std::string& name, uint64_t length = 0) {
 }
 
 TEST(ReducerTest, RegistryKnowsBuiltIns) {
-  for (const char* name : {"sum", "row_sparse", "concat", "topk_merge", "weighted_average"}) {
+  for (const char* name : {"sum", "row_sparse", "concat", "topk_merge", "weighted_average", "half_sum"}) {
     EXPECT_TRUE(MakeReducer(name, {}).ok()) << name;
   }
   const Status unknown = MakeReducer("mean", {}).status();
@@ -123,6 +125,57 @@ TEST(ReducerTest, WeightedAverageComposesAcrossTiers) {
   EXPECT_DOUBLE_EQ(w->weight, 8);
   EXPECT_FLOAT_EQ(w->values[0], (1 * 1 + 3 * 5 + 4 * 3) / 8.0f);
   EXPECT_EQ(top->Validate(EncodeWeighted(0, one)).code(), StatusCode::kDataLoss);
+}
+
+TEST(ReducerTest, HalfSumCarriesFp16RelativeToTheLargestAndAnExactTail) {
+  // FP16 has an 11-bit significand: a value v with |v| <= max goes through (v / scale) with scale = max / 32768,
+  // so it comes back within max * 2^-12 (half an FP16 step at the top of the range).
+  const std::vector<float> lossy = {1000.0f, -0.125f, 3.14159f, 0.0f, 999.9f, 1e-7f};
+  const std::vector<float> exact = {123456.789f, 1e-30f, -7.0f};
+  Result<Bytes> enc = EncodeHalfSum(lossy, exact);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->size(), 20u + 3 * 4 + 6 * 2);  // header, exact f32, lossy f16
+  Result<HalfSum> dec = DecodeHalfSum(*enc);
+  ASSERT_TRUE(dec.ok()) << dec.status().ToString();
+  EXPECT_EQ(dec->exact, exact);  // bit for bit
+  ASSERT_EQ(dec->lossy.size(), lossy.size());
+  for (size_t i = 0; i < lossy.size(); ++i) EXPECT_NEAR(dec->lossy[i], lossy[i], 1000.0 / 4096) << i;
+  EXPECT_EQ(dec->lossy[3], 0.0f);
+  EXPECT_NEAR(dec->lossy[1], -0.125, 1e-4);  // small values keep FP16's relative precision near their own size
+
+  // Three contributions, summed across two tiers like a local and then a global server.
+  auto low = Make("half_sum");
+  EXPECT_EQ(low->codec(), "half_sum");
+  const std::vector<float> a = {1, 2, 3}, b = {10, -20, 0.5f}, c = {-100, 0.25f, 4};
+  const std::vector<float> ta = {1e9f}, tb = {1.0f}, tc = {2.0f};
+  for (const auto& [who, v, t] : {std::tuple{0, a, ta}, std::tuple{1, b, tb}}) {
+    Result<Bytes> p = EncodeHalfSum(v, t);
+    ASSERT_TRUE(low->Validate(*p).ok());
+    low->Combine(who, *p);
+  }
+  Result<Bytes> mid = low->Finish();
+  ASSERT_TRUE(mid.ok());
+  auto top = Make("half_sum");
+  top->Combine(0, *mid);
+  Result<Bytes> pc = EncodeHalfSum(c, tc);
+  ASSERT_TRUE(top->Validate(*pc).ok());
+  top->Combine(1, *pc);
+  Result<Bytes> out = top->Finish();
+  ASSERT_TRUE(out.ok());
+  Result<HalfSum> sum = DecodeHalfSum(*out);
+  ASSERT_TRUE(sum.ok());
+  const std::vector<float> want = {1 + 10 - 100, 2 - 20 + 0.25f, 3 + 0.5f + 4};
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(sum->lossy[i], want[i], 3 * 100.0 / 4096) << i;
+  EXPECT_EQ(sum->exact, (std::vector<float>{1e9f + 1.0f + 2.0f}));
+  // A contribution of another shape, garbage, truncations and non-finite values are refused.
+  EXPECT_EQ(top->Validate(*EncodeHalfSum(std::vector<float>{1, 2}, tc)).code(), StatusCode::kInvalidArgument);
+  for (size_t n = 0; n < pc->size(); ++n) EXPECT_FALSE(DecodeHalfSum(pc->Slice(0, n)).ok()) << n;
+  EXPECT_FALSE(DecodeHalfSum(Bytes::Copy("\xff\xff\xff\xff\xff\xff\xff\x7f garbage")).ok());
+  Bytes bad_scale = *EncodeHalfSum(a, ta);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(bad_scale.mutable_data() + 16, &nan, 4);
+  EXPECT_EQ(DecodeHalfSum(bad_scale).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(EncodeHalfSum(std::vector<float>{1, nan}, {}).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ReducerTest, DecodersRefuseGarbage) {

@@ -79,6 +79,40 @@ TEST(PsCollectiveTest, SumsOfEverySizeAndGathersInRankOrder) {
   }
 }
 
+TEST(PsCollectiveTest, CompressibleSumsTravelAsFp16WithAnExactTail) {
+  // 5,000 lossy values (worker w: ValueOf(w, i), so the sum is 10 (i % 13) - 3, at most 117 in size) and a tail
+  // of two exact values; twice, to see the rounds of the FP16 key advance.
+  std::vector<std::vector<float>> got(kWorkers);
+  auto worker = [&](const cluster::ClusterConfig& c, const std::string& party, int rank,
+                    const cluster::RoleEnv& env) -> Status {
+    GEOMX_ASSIGN_OR_RETURN(auto session, cluster::WorkerSession::Join(c, party, rank, EstimatorJobSchema(), env));
+    std::unique_ptr<ps::PsContext> ps = session->MakeContext();
+    PsCollective collective(ps.get(), SumCompression::kFp16);
+    const int w = collective.rank();
+    for (int round = 0; round < 2; ++round) {
+      std::vector<float> v(5002);
+      for (size_t i = 0; i < 5000; ++i) v[i] = ValueOf(w, i);
+      v[5000] = 1e8f + static_cast<float>(w);  // exact: 4e8 + 6 is representable, FP16 would lose it entirely
+      v[5001] = static_cast<float>(round);
+      GEOMX_RETURN_IF_ERROR(collective.AllReduceSumCompressible("test", v, 2));
+      got[w] = v;
+    }
+    return session->Finish();
+  };
+  for (const auto& [name, s] : RunTwoTierJob(Config(), Job(), worker)) {
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_EQ(got[w].size(), 5002u);
+    // Three encodings (worker, local server, global server), each within max * 2^-12 of its input.
+    for (size_t i = 0; i < 5000; ++i) {
+      EXPECT_NEAR(got[w][i], 10.0f * static_cast<float>(i % 13) - 3.0f, 3 * 130.0 / 4096) << i;
+    }
+    EXPECT_EQ(got[w][5000], 4e8f + 6.0f);
+    EXPECT_EQ(got[w][5001], 4.0f);  // round 1 from each of the four workers
+  }
+}
+
 // Two rounds of an FTRL row table (alpha 0.5, beta 1, no L1/L2): worker w pushes row 10w + 1 with gradient
 // (w + 1, -(w + 1)) and everyone pushes row 999 with (1, 1); then only worker 1 pushes row 1 with (1, 0).
 // By McMahan's Algorithm 1 from a zero state, one gradient g gives z = g, n = g^2, w = -g alpha / (beta + |g|).
