@@ -25,6 +25,10 @@ Metrics Estimator::ModelMetrics(const data::Table&, const Prediction&) const { r
 
 std::vector<RowTableSpec> Estimator::RowTables(int64_t, int) const { return {}; }
 
+Result<Prediction> Estimator::PredictAcross(const data::Table& input, int threads, Collective*) const {
+  return Predict(input, threads);
+}
+
 bool EstimatorRegistry::Add(EstimatorDef def) {
   std::string name = def.name;
   return Table().emplace(std::move(name), std::move(def)).second;

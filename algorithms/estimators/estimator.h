@@ -86,6 +86,10 @@ class Estimator {
   // The row tables (collective.h) Fit() will use across workers on a training table of `cols` columns and
   // `num_classes` classes (0 for other tasks), so that the job can declare them before it starts. Default: none.
   virtual std::vector<RowTableSpec> RowTables(int64_t cols, int num_classes) const;
+  // Predict() for a model fitted across workers: every worker of the job calls it with the same `input` and its
+  // collective; an estimator whose prediction needs every shard (a KNN that left each shard's rows where they were)
+  // answers through the collective. Default: Predict(input, threads).
+  virtual Result<Prediction> PredictAcross(const data::Table& input, int threads, Collective* collective) const;
 };
 
 struct EstimatorDef {

@@ -94,7 +94,9 @@ Result<EstimatorOutcome> RunEstimatorJob(const EstimatorJob& job, PreparedEstima
   GEOMX_RETURN_IF_ERROR(estimator->Fit(train, context));
   out.fit_seconds = SecondsSince(t0);
   const auto t1 = std::chrono::steady_clock::now();
-  GEOMX_ASSIGN_OR_RETURN(Prediction prediction, estimator->Predict(splits.test, context.threads));
+  GEOMX_ASSIGN_OR_RETURN(Prediction prediction,
+                         collective != nullptr ? estimator->PredictAcross(splits.test, context.threads, collective)
+                                               : estimator->Predict(splits.test, context.threads));
   out.predict_seconds = SecondsSince(t1);
   out.test = EvaluateTask(def->task, splits.test, prediction);
   for (Metric& m : estimator->ModelMetrics(splits.test, prediction)) out.test.push_back(std::move(m));

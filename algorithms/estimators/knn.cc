@@ -59,13 +59,21 @@ class KnnEstimator final : public Estimator {
       : k_(p.Int("n_neighbors")),
         weights_(p.Choice("weights") == "distance" ? KnnWeights::kDistance : KnnWeights::kUniform),
         metric_(p.Choice("metric") == "manhattan" ? KnnMetric::kManhattan : KnnMetric::kEuclidean),
-        batch_size_(p.Int("batch_size")) {}
+        batch_size_(p.Int("batch_size")),
+        keep_shards_(p.Choice("distributed") == "query") {}
 
   Status Fit(const data::Table& train, const FitContext& context) override;
   Result<Prediction> Predict(const data::Table& input, int threads) const override {
+    if (shard_world_ > 1) {
+      return Status::FailedPrecondition(
+          "knn: this model holds shard " + std::to_string(shard_rank_ + 1) + " of " + std::to_string(shard_world_) +
+          " of a fit across data centres (distributed: query leaves every shard's rows where they are), so it "
+          "cannot predict alone; fit with distributed: gather for a model that holds the whole training set");
+    }
     GEOMX_ASSIGN_OR_RETURN(KnnNeighbors nb, Neighbors(input, threads));
     return Vote(nb, num_classes_, threads);
   }
+  Result<Prediction> PredictAcross(const data::Table& input, int threads, Collective* collective) const override;
   void Save(ModelWriter* out) const override;
   Status Load(const ModelReader& in) override;
 
@@ -76,18 +84,21 @@ class KnnEstimator final : public Estimator {
 
   int64_t k() const { return k_; }
   int num_classes() const { return num_classes_; }
-  bool fitted() const { return rows_ > 0; }
+  bool fitted() const { return cols_ > 0; }
 
  private:
-  // Takes the training set (dense, rows x cols) and checks what a classifier needs of it.
+  // Takes the training set (dense, rows x cols) and checks what a classifier needs of it (a shard of a fit that
+  // keeps the shards apart may be small, empty or of one class: the job checked the whole).
   Status SetTrainingSet(std::vector<float> x, std::vector<int32_t> labels, int64_t rows, int64_t cols, int num_classes,
-                        int threads);
+                        int threads, bool shard = false);
 
   const int64_t k_;
   const KnnWeights weights_;
   const KnnMetric metric_;
   const int64_t batch_size_;
+  const bool keep_shards_;  // distributed: query
 
+  int shard_rank_ = 0, shard_world_ = 1;  // > 1: this model holds one shard of a fit across workers
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   int num_classes_ = 0;
@@ -156,6 +167,23 @@ Status KnnEstimator::Fit(const data::Table& train, const FitContext& context) {
       num_classes = std::max(num_classes, static_cast<int>(h[3]));
     }
     if (total == 0) return Status::InvalidArgument("knn: the training table is empty (on every worker)");
+    if (k_ > total) {
+      return Status::InvalidArgument("knn: n_neighbors (" + std::to_string(k_) +
+                                     ") is larger than the training set (" + std::to_string(total) + " rows)");
+    }
+    if (keep_shards_) {
+      // The data never moves: this worker keeps its own rows; predictions go through PredictAcross.
+      std::vector<int32_t> labels = train.labels;
+      GEOMX_RETURN_IF_ERROR(
+          SetTrainingSet(DenseRows(train), std::move(labels), train.rows, train.cols, num_classes, context.threads,
+                         /*shard=*/true));
+      shard_rank_ = c->rank();
+      shard_world_ = c->world();
+      if (context.observer != nullptr) {
+        context.observer->OnStep(1, {{"train_rows", static_cast<double>(total)}});
+      }
+      return Status::Ok();
+    }
     std::vector<float> mine = DenseRows(train);
     GEOMX_ASSIGN_OR_RETURN(std::vector<float> x, c->AllGather("knn.fit.rows", mine));
     std::vector<float> my_labels(train.labels.begin(), train.labels.end());
@@ -175,8 +203,8 @@ Status KnnEstimator::Fit(const data::Table& train, const FitContext& context) {
 }
 
 Status KnnEstimator::SetTrainingSet(std::vector<float> x, std::vector<int32_t> labels, int64_t rows, int64_t cols,
-                                    int num_classes, int threads) {
-  if (k_ > rows) {
+                                    int num_classes, int threads, bool shard) {
+  if (k_ > rows && !shard) {
     return Status::InvalidArgument("knn: n_neighbors (" + std::to_string(k_) + ") is larger than the training set (" +
                                    std::to_string(rows) + " rows)");
   }
@@ -186,7 +214,7 @@ Status KnnEstimator::SetTrainingSet(std::vector<float> x, std::vector<int32_t> l
     if (!seen[static_cast<size_t>(y)]) ++distinct;
     seen[static_cast<size_t>(y)] = true;
   }
-  if (distinct < 2) {
+  if (distinct < 2 && !shard) {
     return Status::InvalidArgument("knn: the training labels hold a single class; a classifier needs at least two");
   }
   rows_ = rows;
@@ -220,7 +248,7 @@ Result<KnnNeighbors> KnnEstimator::Neighbors(const data::Table& queries, int thr
   out.index.resize(total);
   out.rank.assign(total, 0);
   out.label.resize(total);
-  if (queries.rows == 0) return out;
+  if (queries.rows == 0 || rows_ == 0) return out;
 
   const int64_t block = std::min(batch_size_, queries.rows);
   const int64_t tile_cols = std::min(kTrainTile, rows_);
@@ -322,9 +350,15 @@ Prediction KnnEstimator::Vote(const KnnNeighbors& nb, int num_classes, int threa
   return p;
 }
 
+Result<Prediction> KnnEstimator::PredictAcross(const data::Table& input, int threads, Collective* collective) const {
+  if (collective == nullptr || shard_world_ <= 1) return Predict(input, threads);
+  return KnnPredictDistributed(*this, input, collective, threads);
+}
+
 void KnnEstimator::Save(ModelWriter* out) const {
   const std::vector<int64_t> shape = {rows_, cols_, num_classes_};
   out->PutInts("knn.shape", shape);
+  if (shard_world_ > 1) out->PutInts("knn.shard", std::vector<int64_t>{shard_rank_, shard_world_});
   out->PutFloats("knn.x", x_);
   const std::vector<int64_t> labels(labels_.begin(), labels_.end());
   out->PutInts("knn.labels", labels);
@@ -334,7 +368,8 @@ Status KnnEstimator::Load(const ModelReader& in) {
   std::vector<int64_t> shape;
   GEOMX_RETURN_IF_ERROR(in.GetInts("knn.shape", &shape, 3));
   const int64_t rows = shape[0], cols = shape[1], num_classes = shape[2];
-  if (rows < 1 || cols < 1 || rows > std::numeric_limits<int64_t>::max() / cols || num_classes < 2 ||
+  if (rows < (in.Has("knn.shard") ? 0 : 1) || cols < 1 || rows > std::numeric_limits<int64_t>::max() / cols ||
+      num_classes < 2 ||
       num_classes > std::numeric_limits<int32_t>::max()) {
     return Status::DataLoss(in.source() + ": section 'knn.shape' holds an impossible shape");
   }
@@ -350,8 +385,21 @@ Status KnnEstimator::Load(const ModelReader& in) {
     }
     labels[i] = static_cast<int32_t>(labels64[i]);
   }
-  Status s = SetTrainingSet(std::move(x), std::move(labels), rows, cols, static_cast<int>(num_classes), 1);
+  int64_t shard_rank = 0, shard_world = 1;
+  if (in.Has("knn.shard")) {
+    std::vector<int64_t> shard;
+    GEOMX_RETURN_IF_ERROR(in.GetInts("knn.shard", &shard, 2));
+    shard_rank = shard[0];
+    shard_world = shard[1];
+    if (shard_world < 2 || shard_world > (1 << 20) || shard_rank < 0 || shard_rank >= shard_world) {
+      return Status::DataLoss(in.source() + ": section 'knn.shard' holds an impossible shard");
+    }
+  }
+  Status s = SetTrainingSet(std::move(x), std::move(labels), rows, cols, static_cast<int>(num_classes), 1,
+                            /*shard=*/shard_world > 1);
   if (!s.ok()) return Status::DataLoss(in.source() + ": " + s.message());
+  shard_rank_ = static_cast<int>(shard_rank);
+  shard_world_ = static_cast<int>(shard_world);
   return Status::Ok();
 }
 
@@ -368,14 +416,18 @@ EstimatorDef MakeKnnDef() {
       "distances as one GEMM per block of queries, Manhattan by a vectorised loop; ties go to the earlier training "
       "row) and votes, uniformly or by 1/distance (an exact match wins outright). predict_proba = the vote shares.";
   def.distributed =
-      "the data never moves: queries are broadcast, each worker sends its local top-k (distance, label, index) per "
-      "query and a top-k merge gives the global neighbours; a distributed fit gathers the shards (the model)";
+      "distributed: query (default): the data never moves; every worker keeps its shard, queries are broadcast, each "
+      "worker sends its local top-k (distance, label, index) per query and every worker merges them; distributed: "
+      "gather: the fit gathers the shards into one self-contained model";
   def.params = {
       IntParam("n_neighbors", 5, 1, 1000000, "neighbours that vote (at most the training set's rows)"),
       ChoiceParam("weights", "uniform", {"uniform", "distance"},
                   "vote weight: uniform, or 1/distance (a zero distance wins outright)"),
       ChoiceParam("metric", "euclidean", {"euclidean", "manhattan"}, "distance: euclidean (p=2) or manhattan (p=1)"),
       IntParam("batch_size", 1024, 1, 1 << 20, "queries per distance block (memory: batch_size x 2048 floats)"),
+      ChoiceParam("distributed", "query", {"query", "gather"},
+                  "across data centres: query keeps every shard where it is and merges top-k lists per query (the "
+                  "saved model is one shard); gather moves the shards into one model that predicts alone"),
   };
   def.create = [](const ParamValues& p) -> std::unique_ptr<Estimator> { return std::make_unique<KnnEstimator>(p); };
   return def;

@@ -229,7 +229,7 @@ TEST(KnnTest, DistributedFitGathersTheUnion) {
   std::vector<std::thread> workers;
   for (int r = 0; r < 3; ++r) {
     workers.emplace_back([&, r] {
-      auto est = CreateEstimator("knn", {{"n_neighbors", "4"}});
+      auto est = CreateEstimator("knn", {{"n_neighbors", "4"}, {"distributed", "gather"}});
       if (!est.ok()) return;
       FitContext ctx;
       ctx.collective = group.Worker(r);
@@ -242,6 +242,51 @@ TEST(KnnTest, DistributedFitGathersTheUnion) {
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     EXPECT_EQ(p->value, want->value);
     EXPECT_EQ(p->proba, want->proba);
+  }
+}
+
+TEST(KnnTest, QueryModeKeepsTheShardsApartAndPredictsLikeTheUnion) {
+  // distributed: query (the default): each worker fits only its shard, the test predictions go through the
+  // collective (top-k lists per query) and equal a single model over the union; a shard of one class, and one
+  // smaller than k, are fine. The saved model is one shard and refuses to predict alone.
+  const data::Table train = RandomTable(200, 3, 3, 21);
+  const data::Table queries = RandomTable(30, 3, 3, 22);
+  auto single = Make({{"n_neighbors", "4"}});
+  ASSERT_TRUE(single->Fit(train, FitContext{}).ok());
+  auto want = single->Predict(queries, 1);
+  ASSERT_TRUE(want.ok());
+  const std::vector<data::Table> shards = Shards(train, {0, 2, 60, 200});  // shard 0: 2 rows
+  ThreadCollectiveGroup group(3);
+  std::vector<Result<Prediction>> got(3, Status::Internal("not run"));
+  std::vector<std::unique_ptr<Estimator>> models(3);
+  std::vector<std::thread> workers;
+  for (int r = 0; r < 3; ++r) {
+    workers.emplace_back([&, r] {
+      auto est = CreateEstimator("knn", {{"n_neighbors", "4"}});
+      if (!est.ok()) return;
+      FitContext ctx;
+      ctx.collective = group.Worker(r);
+      Status s = (*est)->Fit(shards[static_cast<size_t>(r)], ctx);
+      got[static_cast<size_t>(r)] = s.ok() ? (*est)->PredictAcross(queries, 1, group.Worker(r)) : Result<Prediction>(s);
+      models[static_cast<size_t>(r)] = std::move(*est);
+    });
+  }
+  for (auto& w : workers) w.join();
+  for (const auto& p : got) {
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ(p->value, want->value);
+    EXPECT_EQ(p->proba, want->proba);
+  }
+  ModelWriter writer;
+  models[1]->Save(&writer);
+  auto reader = ModelReader::Parse(writer.Encode(), "shard.model");
+  ASSERT_TRUE(reader.ok());
+  auto loaded = Make({{"n_neighbors", "4"}});
+  ASSERT_TRUE(loaded->Load(*reader).ok());
+  for (const Estimator* m : {models[1].get(), loaded.get()}) {
+    Result<Prediction> alone = m->Predict(queries, 1);
+    EXPECT_EQ(alone.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(alone.status().message().find("shard 2 of 3"), std::string::npos) << alone.status().ToString();
   }
 }
 
