@@ -210,9 +210,11 @@ class RecipeReader {
   // Rules that involve more than one key; skipped when one of the keys already has an error.
   void CrossCheck() {
     if (recipe_.has_topology) CheckTopology();
-    // An algorithm's own rules first: a key they refuse is then skipped by the model-oriented sync rules.
-    if (recipe_.has_algorithm) CheckAlgorithm();
-    {
+    // The sync rules are about a model's parameters (optimizer placement, momentum, averaging); an algorithm has
+    // its own (CheckAlgorithm).
+    if (recipe_.has_algorithm) {
+      CheckAlgorithm();
+    } else {
       auto has_error = [this](const std::string& path) { return bad_paths_.count(path) > 0; };
       for (const TopologyRuleViolation& v : CheckSyncRules(recipe_, has_error)) Error(OriginOf(v.at), v.path, v.message);
     }
@@ -522,26 +524,36 @@ class RecipeReader {
             "an algorithm fits across data centres in lock-step rounds of sums and gathers; use fsa (got " +
                 recipe_.sync.mode + ")");
     }
-    if (recipe_.has_topology) {
-      // An estimator's sums are not a model's gradients: bsc/mpq (top-k with error feedback, per parameter key)
-      // have nothing to act on; fp16 carries the compressible sums (gradients, deltas) on every link.
-      const comm::LinkSchemes links = ResolveLinks(recipe_.accelerators);
-      const comm::LinkScheme kinds[] = {links.worker_to_local, links.local_to_global, links.global_to_local,
-                                        links.local_to_worker};
-      bool all_none = true, all_fp16 = true;
-      for (comm::LinkScheme k : kinds) {
-        all_none = all_none && k == comm::LinkScheme::kNone;
-        all_fp16 = all_fp16 && k == comm::LinkScheme::kFp16;
-      }
-      if (!all_none && !all_fp16 && Clean({"accelerators.compression", "accelerators.links"})) {
-        Error(OriginOf({"accelerators.compression", "accelerators.links", "accelerators"}), "accelerators.compression",
-              "an algorithm's sums take fp16 on every link or no compression (bsc and mpq sparsify a model's "
-              "gradients with error feedback per parameter key; " + def->name + " has no parameter keys)");
-      }
-      if (recipe_.accelerators.p3 && Clean({"accelerators.p3.enabled"})) {
-        Error(OriginOf({"accelerators.p3.enabled", "accelerators"}), "accelerators.p3.enabled",
-              "P3 slices a model's gradients by layer; an algorithm has no layers to prioritise");
-      }
+    // An estimator's compressible sums (gradients, deltas) take fp16 on every link, or the bsc preset (top-k with
+    // error feedback from the workers, the same sparse sum on every link); nothing else has a meaning for them.
+    const comm::LinkSchemes links = ResolveLinks(recipe_.accelerators);
+    const comm::LinkScheme kinds[] = {links.worker_to_local, links.local_to_global, links.global_to_local,
+                                      links.local_to_worker};
+    bool all_none = true, all_fp16 = true;
+    for (comm::LinkScheme k : kinds) {
+      all_none = all_none && k == comm::LinkScheme::kNone;
+      all_fp16 = all_fp16 && k == comm::LinkScheme::kFp16;
+    }
+    const bool bsc_preset = !links.lan() && links.local_to_global == comm::LinkScheme::kBsc &&
+                            links.global_to_local == comm::LinkScheme::kBsc;
+    const auto& a = recipe_.accelerators;
+    if (!recipe_.has_topology && (!all_none || a.p3) && Clean({"accelerators.compression", "accelerators.links"})) {
+      Error(OriginOf({"accelerators.compression", "accelerators.links", "accelerators.p3.enabled", "accelerators"}),
+            "accelerators", "compression acts on the links between workers and servers: it needs a topology section");
+    } else if (!all_none && !all_fp16 && !bsc_preset && Clean({"accelerators.compression", "accelerators.links"})) {
+      Error(OriginOf({"accelerators.compression", "accelerators.links", "accelerators"}), "accelerators.compression",
+            "an algorithm's sums take compression: fp16 (every link) or compression: bsc (top-k with error feedback "
+            "from the workers); mpq and per-link mixes act on a model's parameter keys, and " + def->name +
+                " has none");
+    } else if (bsc_preset && (a.bsc_momentum > 0 || a.bsc_selection != "exact") &&
+               Clean({"accelerators.bsc.momentum", "accelerators.bsc.selection"})) {
+      Error(OriginOf({"accelerators.bsc.momentum", "accelerators.bsc.selection", "accelerators.bsc"}),
+            "accelerators.bsc", "an algorithm's top-k sums use exact selection without momentum correction (set "
+                                "accelerators.bsc.momentum: 0 and selection: exact)");
+    }
+    if (recipe_.has_topology && a.p3 && Clean({"accelerators.p3.enabled"})) {
+      Error(OriginOf({"accelerators.p3.enabled", "accelerators"}), "accelerators.p3.enabled",
+            "P3 slices a model's gradients by layer; an algorithm has no layers to prioritise");
     }
     const data::TableTask task = def->task;
     const std::string& d = recipe_.data.name;

@@ -13,10 +13,15 @@ Result<algorithms::EstimatorOutcome> RunEstimatorWorker(const ClusterConfig& con
   GEOMX_ASSIGN_OR_RETURN(algorithms::PreparedEstimatorJob prepared, algorithms::PrepareEstimatorJob(job));
   GEOMX_ASSIGN_OR_RETURN(auto session, WorkerSession::Join(config, party, rank, prepared.ps_job.schema, env));
   std::unique_ptr<ps::PsContext> ps = session->MakeContext();
-  // With compression in the recipe (only fp16 is accepted for algorithms), compressible sums travel as FP16.
-  const bool fp16 = config.links.local.compressed || config.links.global.compressed;
-  algorithms::PsCollective collective(ps.get(), fp16 ? algorithms::SumCompression::kFp16
-                                                     : algorithms::SumCompression::kNone);
+  // Compression in the recipe (fp16 on every link, or the bsc preset) decides how compressible sums travel.
+  algorithms::SumCompression sums = algorithms::SumCompression::kNone;
+  const comm::LinkCodecConfig& wan = config.links.global.push;
+  if (wan.scheme == comm::LinkScheme::kBsc) {
+    sums = algorithms::SumCompression::kTopK;
+  } else if (config.links.local.compressed || config.links.global.compressed) {
+    sums = algorithms::SumCompression::kFp16;
+  }
+  algorithms::PsCollective collective(ps.get(), sums, wan.bsc.ratio);
   Result<algorithms::EstimatorOutcome> outcome =
       algorithms::RunEstimatorJob(job, std::move(prepared), observer, interrupted, &collective);
   // Finish even after a failure, so the tier is told this worker is gone (its peers then fail fast, not hang).

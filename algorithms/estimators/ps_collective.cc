@@ -1,6 +1,7 @@
 #include "algorithms/estimators/ps_collective.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "comm/handlers/payloads.h"
@@ -11,6 +12,7 @@ namespace {
 constexpr uint64_t kFirstSumKey = 1;
 constexpr uint64_t kGatherKey = kFirstSumKey + PsCollective::kSumClasses;
 constexpr uint64_t kHalfSumKey = kGatherKey + 1;
+constexpr uint64_t kTopKSumKey = kHalfSumKey + 1;
 
 constexpr uint64_t ClassElems(int c) { return uint64_t{256} << (2 * c); }
 
@@ -29,7 +31,9 @@ ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables) {
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
   keys.push_back({.key = kHalfSumKey, .name = "sum_fp16", .elems = 1, .reducer = "half_sum",
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
-  uint64_t next = kHalfSumKey + 1;
+  keys.push_back({.key = kTopKSumKey, .name = "sum_topk", .elems = 1, .reducer = "sparse_sum",
+                  .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
+  uint64_t next = kTopKSumKey + 1;
   for (const RowTableSpec& t : tables) {
     keys.push_back({.key = next++,
                     .name = t.name,
@@ -59,11 +63,53 @@ Result<ps::JobDescription> EstimatorJobDescription(const std::vector<RowTableSpe
   return job;
 }
 
-PsCollective::PsCollective(ps::PsContext* ps, SumCompression compression) : ps_(ps), compression_(compression) {}
+PsCollective::PsCollective(ps::PsContext* ps, SumCompression compression, float ratio)
+    : ps_(ps), compression_(compression), ratio_(ratio) {}
+
+Status PsCollective::TopKSum(const std::string& key, std::span<float> data, size_t exact_tail) {
+  const size_t lossy = data.size() - exact_tail;
+  // Error feedback (DGC / GeoMX's bsc): what was not sent is added to the next sum of the same name.
+  std::vector<float>& residual = residuals_[key];
+  if (residual.size() != lossy) residual.assign(lossy, 0.0f);
+  for (size_t i = 0; i < lossy; ++i) residual[i] += data[i];
+  const size_t keep = std::min(lossy, std::max<size_t>(1, static_cast<size_t>(std::ceil(ratio_ * lossy))));
+  std::vector<uint64_t> rows(lossy);
+  for (size_t i = 0; i < lossy; ++i) rows[i] = i;
+  if (keep < lossy) {
+    std::nth_element(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(keep), rows.end(),
+                     [&](uint64_t a, uint64_t b) { return std::fabs(residual[a]) > std::fabs(residual[b]); });
+  }
+  rows.resize(keep);
+  std::vector<float> values;
+  values.reserve(keep + exact_tail);
+  for (uint64_t r : rows) {
+    values.push_back(residual[r]);
+    residual[r] = 0.0f;
+  }
+  for (size_t j = 0; j < exact_tail; ++j) {
+    rows.push_back(lossy + j);
+    values.push_back(data[lossy + j]);
+  }
+  auto answer = ps_->PushPullPayload(kTopKSumKey, comm::EncodeRowSparse(1, rows, values), topk_round_++);
+  if (!answer.ok()) return answer.status().WithContext("sum '" + key + "'");
+  GEOMX_ASSIGN_OR_RETURN(comm::RowSparse sum, comm::DecodeRowSparse(*answer));
+  if (sum.width != 1) return Status::DataLoss("sum '" + key + "': the server answered rows of width " +
+                                              std::to_string(sum.width));
+  std::fill(data.begin(), data.end(), 0.0f);
+  for (size_t i = 0; i < sum.rows.size(); ++i) {
+    if (sum.rows[i] >= data.size()) {
+      return Status::DataLoss("sum '" + key + "': the server answered index " + std::to_string(sum.rows[i]) +
+                              " of " + std::to_string(data.size()));
+    }
+    data[sum.rows[i]] = sum.values[i];
+  }
+  return Status::Ok();
+}
 
 Status PsCollective::AllReduceSumCompressible(const std::string& key, std::span<float> data, size_t exact_tail) {
   if (compression_ == SumCompression::kNone) return AllReduceSum(key, data);
   if (exact_tail > data.size()) return Status::InvalidArgument("sum '" + key + "': exact tail longer than the sum");
+  if (compression_ == SumCompression::kTopK) return TopKSum(key, data, exact_tail);
   const size_t lossy = data.size() - exact_tail;
   GEOMX_ASSIGN_OR_RETURN(Bytes payload, comm::EncodeHalfSum(data.first(lossy), data.last(exact_tail)));
   auto answer = ps_->PushPullPayload(kHalfSumKey, std::move(payload), half_round_++);

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "algorithms/estimators/collective.h"
@@ -30,13 +31,15 @@ ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables = {});
 // kInvalidArgument for tables that name different rules (a job has one rule) or an empty table.
 Result<ps::JobDescription> EstimatorJobDescription(const std::vector<RowTableSpec>& tables);
 
-// How PsCollective carries AllReduceSumCompressible: exactly (f32 sum keys) or as FP16 (the half_sum key).
-enum class SumCompression : uint8_t { kNone, kFp16 };
+// How PsCollective carries AllReduceSumCompressible: exactly (f32 sum keys), as FP16 (the half_sum key), or as
+// the largest `ratio` of its values with error feedback (the sparse_sum key; the recipe's bsc preset).
+enum class SumCompression : uint8_t { kNone, kFp16, kTopK };
 
 class PsCollective final : public Collective {
  public:
   // Borrows `ps` (a context over EstimatorJobSchema()); it must outlive this.
-  explicit PsCollective(ps::PsContext* ps, SumCompression compression = SumCompression::kNone);
+  // `ratio`: kTopK's kept fraction of each compressible sum's lossy part, (0, 1].
+  explicit PsCollective(ps::PsContext* ps, SumCompression compression = SumCompression::kNone, float ratio = 0.01f);
   int rank() const override { return ps_->worker_index(); }
   int world() const override { return ps_->num_workers(); }
   Status AllReduceSum(const std::string& key, std::span<float> data) override;
@@ -49,7 +52,12 @@ class PsCollective final : public Collective {
 
  private:
   ps::PsContext* ps_;
+  Status TopKSum(const std::string& key, std::span<float> data, size_t exact_tail);
+
   const SumCompression compression_;
+  const float ratio_;
+  std::map<std::string, std::vector<float>> residuals_;  // kTopK error feedback, by the sum's name
+  int64_t topk_round_ = 0;
   std::array<int64_t, kSumClasses> sum_rounds_{};
   int64_t gather_round_ = 0;
   int64_t half_round_ = 0;

@@ -108,6 +108,21 @@ class RowSparseReducer : public Reducer {
   Contributions parts_;
 };
 
+// A sparse vector sum: the row_sparse payload with width 1 (row = element index), any indices. An estimator's
+// top-k-compressed sums (algorithms/estimators/ps_collective.h).
+class SparseSumReducer : public RowSparseReducer {
+ public:
+  explicit SparseSumReducer(const ReducerConfig& c) : RowSparseReducer(c) {}
+  std::string_view name() const override { return "sparse_sum"; }
+  std::string_view codec() const override { return "sparse_sum"; }
+  Status Validate(const Bytes& payload) const override {
+    Result<RowSparse> rs = DecodeRowSparse(payload);
+    if (!rs.ok()) return rs.status();
+    if (rs->width != 1) return Status::InvalidArgument("sparse_sum: width " + std::to_string(rs->width) + ", expected 1");
+    return Status::Ok();
+  }
+};
+
 class ConcatReducer : public Reducer {
  public:
   explicit ConcatReducer(const ReducerConfig&) {}
@@ -254,6 +269,7 @@ GEOMX_REGISTER(ReducerRegistry, "concat", Factory<ConcatReducer>(), "record list
 GEOMX_REGISTER(ReducerRegistry, "topk_merge", Factory<TopKMergeReducer>(), "k smallest (distance, id, label)");
 GEOMX_REGISTER(ReducerRegistry, "weighted_average", Factory<WeightedAverageReducer>(), "weight-summed average");
 GEOMX_REGISTER(ReducerRegistry, "half_sum", Factory<HalfSumReducer>(), "FP16 sum with an exact f32 part");
+GEOMX_REGISTER(ReducerRegistry, "sparse_sum", Factory<SparseSumReducer>(), "sparse vector sum (index, value)");
 
 Result<std::unique_ptr<Reducer>> MakeReducer(const std::string& name, const ReducerConfig& config) {
   [[maybe_unused]] static const bool gx_linked = GxReducerLinked();  // keeps "gx_sum" (comm/compression/)

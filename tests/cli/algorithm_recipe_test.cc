@@ -89,11 +89,14 @@ TEST(AlgorithmRecipeTest, AcceleratorsAreFp16OnEveryLinkOrNone) {
       "algorithm: {name: logreg}\n"
       "topology:\n  datacentres:\n    - {name: a, workers: 1}\n    - {name: b, workers: 1}\n";
   EXPECT_EQ(MustParse(topo + "accelerators: {compression: fp16}\n").accelerators.compression, "fp16");
-  const Lines bsc = ErrorLines(topo + "accelerators: {compression: bsc}\n");
-  ASSERT_EQ(bsc.size(), 1u);
-  EXPECT_NE(bsc[0].find("accelerators.compression: an algorithm's sums take fp16 on every link or no compression"),
-            std::string::npos)
-      << bsc[0];
+  EXPECT_EQ(MustParse(topo + "accelerators: {compression: bsc, bsc: {ratio: 0.1}}\n").accelerators.bsc_ratio, 0.1f);
+  const Lines mpq = ErrorLines(topo + "accelerators: {compression: mpq}\n");
+  ASSERT_EQ(mpq.size(), 1u);
+  EXPECT_NE(mpq[0].find("accelerators.compression: an algorithm's sums take compression: fp16"), std::string::npos)
+      << mpq[0];
+  EXPECT_EQ(ErrorLines(topo + "accelerators: {compression: bsc, bsc: {momentum: 0.9}}\n").size(), 1u);
+  EXPECT_EQ(ErrorLines("algorithm: {name: logreg}\naccelerators: {compression: fp16}\n").size(), 1u)
+      << "no topology, nothing to compress";
   const Lines partial = ErrorLines(topo + "accelerators: {links: {local_to_global: fp16}}\n");
   ASSERT_EQ(partial.size(), 1u) << "fp16 on the WAN only";
   const Lines p3 = ErrorLines(topo + "accelerators: {p3: {enabled: true}}\n");

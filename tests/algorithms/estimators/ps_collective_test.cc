@@ -113,6 +113,42 @@ TEST(PsCollectiveTest, CompressibleSumsTravelAsFp16WithAnExactTail) {
   }
 }
 
+TEST(PsCollectiveTest, TopKSumsSendTheLargestWithErrorFeedback) {
+  // 8 lossy values and 1 exact, ratio 0.25: each worker sends its 2 largest |value + residual|. Worker w's input is
+  // w + 1 at indices 2w, 2w + 1 and 0.01 (i + 1) at every other index i. Rounds 1 and 2 send exactly the w + 1
+  // pairs (the small values wait in the residual); round 3 has no input, so the residuals go: 0.02 (i + 1) at
+  // each worker's two largest other indices.
+  std::vector<std::vector<std::vector<float>>> got(kWorkers);
+  auto worker = [&](const cluster::ClusterConfig& c, const std::string& party, int rank,
+                    const cluster::RoleEnv& env) -> Status {
+    GEOMX_ASSIGN_OR_RETURN(auto session, cluster::WorkerSession::Join(c, party, rank, EstimatorJobSchema(), env));
+    std::unique_ptr<ps::PsContext> ps = session->MakeContext();
+    PsCollective collective(ps.get(), SumCompression::kTopK, 0.25f);
+    const int w = collective.rank();
+    for (int round = 0; round < 3; ++round) {
+      std::vector<float> v(9, 0.0f);
+      if (round < 2) {
+        for (int i = 0; i < 8; ++i) v[i] = i / 2 == w ? static_cast<float>(w + 1) : 0.01f * static_cast<float>(i + 1);
+      }
+      v[8] = static_cast<float>(w);
+      GEOMX_RETURN_IF_ERROR(collective.AllReduceSumCompressible("g", v, 1));
+      got[w].push_back(v);
+    }
+    return session->Finish();
+  };
+  for (const auto& [name, s] : RunTwoTierJob(Config(), Job(), worker)) {
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  }
+  const std::vector<float> pairs = {1, 1, 2, 2, 3, 3, 4, 4, 6};
+  const std::vector<float> tail = {0, 0, 0, 0, 0.10f, 0.12f, 3 * 0.14f, 3 * 0.16f, 6};
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_EQ(got[w].size(), 3u);
+    EXPECT_EQ(got[w][0], pairs) << "worker " << w;
+    EXPECT_EQ(got[w][1], pairs) << "worker " << w;
+    for (size_t i = 0; i < 9; ++i) EXPECT_NEAR(got[w][2][i], tail[i], 1e-6) << "worker " << w << " index " << i;
+  }
+}
+
 // Two rounds of an FTRL row table (alpha 0.5, beta 1, no L1/L2): worker w pushes row 10w + 1 with gradient
 // (w + 1, -(w + 1)) and everyone pushes row 999 with (1, 1); then only worker 1 pushes row 1 with (1, 0).
 // By McMahan's Algorithm 1 from a zero state, one gradient g gives z = g, n = g^2, w = -g alpha / (beta + |g|).
