@@ -10,7 +10,8 @@ namespace {
 std::vector<std::string> EstimatorsOf(const std::string& id) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kMap = {
       {"logreg", {"logreg"}}, {"svm", {"svm", "linear-svm"}}, {"svr", {"svr", "linear-svr"}},
-      {"ranksvm", {"ranksvm"}}, {"knn", {"knn"}}, {"kmeans", {"kmeans"}}, {"ftml", {"ftml"}}, {"ftrl", {"ftrl"}}};
+      {"ranksvm", {"ranksvm"}}, {"knn", {"knn"}}, {"kmeans", {"kmeans"}}, {"ftml", {"ftml"}}, {"ftrl", {"ftrl"}},
+      {"gbdt", {"gbdt", "gbdt-regressor"}}, {"xgboost", {"xgboost", "xgboost-regressor"}}};
   std::vector<std::string> out;
   for (const auto& [entry, names] : kMap) {
     if (entry != id) continue;
