@@ -30,7 +30,11 @@ Status Collective::AllReduceSumCompressible(const std::string& key, std::span<fl
 // A generation-counted rendezvous: every member deposits its contribution, the last one combines, all read.
 struct ThreadCollectiveGroup::Shared {
   explicit Shared(int w)
-      : world(w), parts(static_cast<size_t>(w)), row_parts(static_cast<size_t>(w)), row_grads(static_cast<size_t>(w)) {}
+      : world(w),
+        parts(static_cast<size_t>(w)),
+        neighbor_parts(static_cast<size_t>(w)),
+        row_parts(static_cast<size_t>(w)),
+        row_grads(static_cast<size_t>(w)) {}
   const int world;
   std::mutex mu;
   std::condition_variable cv;
@@ -48,6 +52,8 @@ struct ThreadCollectiveGroup::Shared {
     std::vector<float> values;
     int64_t round = 0;
   };
+  std::vector<std::vector<comm::Neighbor>> neighbor_parts;
+  Result<std::vector<comm::Neighbor>> neighbor_result = std::vector<comm::Neighbor>{};
   std::vector<std::vector<uint64_t>> row_parts;
   std::vector<std::vector<float>> row_grads;
   Result<RowUpdate> row_result = RowUpdate{};
@@ -155,6 +161,25 @@ class ThreadCollectiveGroup::Member final : public Collective {
                     for (const auto& p : s.parts) s.result.insert(s.result.end(), p.begin(), p.end());
                   },
                   [&] { return s.result; });
+  }
+  Result<std::vector<comm::Neighbor>> AllMergeTopK(const std::string& key, uint64_t k, uint64_t queries,
+                                                   std::span<const comm::Neighbor> mine) override {
+    Shared& s = *shared_;
+    return s.Step([&] { s.neighbor_parts[static_cast<size_t>(rank_)].assign(mine.begin(), mine.end()); },
+                  [&] {
+                    std::vector<std::span<const comm::Neighbor>> spans;
+                    for (const auto& p : s.neighbor_parts) {
+                      if (p.size() != k * queries) {
+                        s.neighbor_result = Status::InvalidArgument(
+                            "top-k '" + key + "': " + std::to_string(p.size()) + " candidates for " +
+                            std::to_string(queries) + " queries of k=" + std::to_string(k));
+                        return;
+                      }
+                      spans.emplace_back(p);
+                    }
+                    s.neighbor_result = comm::MergeTopKRows(k, queries, spans);
+                  },
+                  [&] { return s.neighbor_result; });
   }
   Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
                                      std::span<const float> grads) override {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/handlers/payloads.h"
 #include "engine/base/status.h"
 #include "nn/optim/optimizer_config.h"
 
@@ -60,6 +61,13 @@ class Collective {
   // job does not hold or a row outside it.
   virtual Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
                                              std::span<const float> grads) = 0;
+  // Per-query nearest-neighbour merge: `mine` holds queries x k candidates (query-major; pad with distance +inf,
+  // id comm::kNoNeighbor, label -1); every worker gets, per query, the k smallest by (distance, id) over all the
+  // workers' candidates (comm::MergeTopKRows). Across data centres the local and then the global server merge
+  // (reducer topk_rows), so each link carries k entries per query. kInvalidArgument for a size that is not
+  // queries x k; workers must agree on k and queries.
+  virtual Result<std::vector<comm::Neighbor>> AllMergeTopK(const std::string& key, uint64_t k, uint64_t queries,
+                                                           std::span<const comm::Neighbor> mine) = 0;
 };
 
 // N workers as threads of this process. Create one, then give Worker(r) to the fit running on thread r. Row tables

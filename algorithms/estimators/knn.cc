@@ -468,21 +468,24 @@ Result<KnnNeighbors> MergedNeighbors(const KnnEstimator* knn, const data::Table&
     *num_classes = std::max(*num_classes, static_cast<int>(h[2]));
   }
   const int64_t k = knn->k(), nq = queries.rows;
-  // Local lists as (distance, label, index) triples, k per query, padded with (inf, -1, -1).
-  std::vector<float> lists(static_cast<size_t>(nq * k * 3));
+  // Local lists with id = rank << 40 | index, so that (distance, id) orders ties by (rank, index); padding has
+  // id kNoNeighbor. The servers merge per query (Collective::AllMergeTopK).
+  constexpr int kIndexBits = 40;
+  const uint64_t my_rank = static_cast<uint64_t>(collective->rank());
+  std::vector<comm::Neighbor> lists(static_cast<size_t>(nq * k), comm::Neighbor{kInf, comm::kNoNeighbor, -1});
   for (int64_t q = 0; q < nq; ++q) {
-    for (int64_t j = 0; j < k; ++j) {
-      float* e = &lists[static_cast<size_t>((q * k + j) * 3)];
-      const bool real = j < mine->k && mine->index[static_cast<size_t>(q * mine->k + j)] >= 0;
+    for (int64_t j = 0; j < mine->k && j < k; ++j) {
       const size_t src = static_cast<size_t>(q * mine->k + j);
-      e[0] = real ? mine->distance[src] : kInf;
-      e[1] = real ? static_cast<float>(mine->label[src]) : -1.0f;
-      e[2] = real ? static_cast<float>(mine->index[src]) : -1.0f;
+      if (mine->index[src] < 0) continue;
+      lists[static_cast<size_t>(q * k + j)] = {mine->distance[src],
+                                               my_rank << kIndexBits | static_cast<uint64_t>(mine->index[src]),
+                                               mine->label[src]};
     }
   }
-  GEOMX_ASSIGN_OR_RETURN(std::vector<float> all, collective->AllGather("knn.query.topk", lists));
-  if (all.size() != lists.size() * static_cast<size_t>(world)) return Status::Internal("knn: bad top-k gather");
-
+  GEOMX_ASSIGN_OR_RETURN(std::vector<comm::Neighbor> merged,
+                         collective->AllMergeTopK("knn.query.topk", static_cast<uint64_t>(k),
+                                                  static_cast<uint64_t>(nq), lists));
+  if (merged.size() != lists.size()) return Status::Internal("knn: bad top-k merge");
   KnnNeighbors out;
   out.queries = nq;
   out.k = k;
@@ -491,37 +494,13 @@ Result<KnnNeighbors> MergedNeighbors(const KnnEstimator* knn, const data::Table&
   out.index.resize(total);
   out.rank.resize(total);
   out.label.resize(total);
-  struct Entry {
-    float d;
-    int32_t rank;
-    int64_t index;
-    int32_t label;
-  };
-  const auto before = [](const Entry& a, const Entry& b) {
-    if (a.index < 0 || b.index < 0) return a.index >= 0 && b.index < 0;  // padding last
-    float da = std::isnan(a.d) ? kInf : a.d, db = std::isnan(b.d) ? kInf : b.d;
-    if (da != db) return da < db;
-    return a.rank != b.rank ? a.rank < b.rank : a.index < b.index;
-  };
-#pragma omp parallel for num_threads(std::max(1, threads)) schedule(static)
-  for (int64_t q = 0; q < nq; ++q) {
-    std::vector<Entry> entries;
-    entries.reserve(static_cast<size_t>(world * k));
-    for (int r = 0; r < world; ++r) {
-      for (int64_t j = 0; j < k; ++j) {
-        const float* e = &all[lists.size() * static_cast<size_t>(r) + static_cast<size_t>((q * k + j) * 3)];
-        entries.push_back({e[0], r, static_cast<int64_t>(e[2]), static_cast<int32_t>(e[1])});
-      }
-    }
-    std::partial_sort(entries.begin(), entries.begin() + k, entries.end(), before);
-    for (int64_t j = 0; j < k; ++j) {
-      const Entry& e = entries[static_cast<size_t>(j)];
-      const size_t at = static_cast<size_t>(q * k + j);
-      out.distance[at] = e.d;
-      out.rank[at] = e.rank;
-      out.index[at] = e.index;
-      out.label[at] = e.label;
-    }
+  for (size_t at = 0; at < total; ++at) {
+    const comm::Neighbor& e = merged[at];
+    const bool real = e.id != comm::kNoNeighbor;
+    out.distance[at] = e.distance;
+    out.rank[at] = real ? static_cast<int32_t>(e.id >> kIndexBits) : -1;
+    out.index[at] = real ? static_cast<int64_t>(e.id & ((uint64_t{1} << kIndexBits) - 1)) : -1;
+    out.label[at] = static_cast<int32_t>(e.label);
   }
   return out;
 }

@@ -5,9 +5,9 @@
 // beyond Estimator::Predict:
 //  - KnnKNeighbors: the k nearest training rows of every query (as scikit-learn's kneighbors), for tests and tools.
 //  - KnnKNeighborsDistributed / KnnPredictDistributed: "the data never moves". Each worker holds a model fitted
-//    (without a collective) on its own shard; the same query table is given to every worker, each finds its local
-//    top-k, the lists cross the collective once (AllGather, queries x k x 3 floats per worker), and every worker
-//    merges them into the global top-k. Over contiguous shards in rank order the merged neighbours are exactly the
+//    on its own shard; the same query table is given to every worker, each finds its local top-k, and the lists
+//    are merged per query by the collective (Collective::AllMergeTopK: across data centres the local and global
+//    servers merge, so every link carries queries x k entries of 24 bytes). Over contiguous shards in rank order the merged neighbours are exactly the
 //    ones a single model over the whole table finds (same distances, same tie order).
 //
 // Neighbour order: nearest first; equal distances (compared as floats) go to the smaller training row index, and

@@ -13,6 +13,7 @@ constexpr uint64_t kFirstSumKey = 1;
 constexpr uint64_t kGatherKey = kFirstSumKey + PsCollective::kSumClasses;
 constexpr uint64_t kHalfSumKey = kGatherKey + 1;
 constexpr uint64_t kTopKSumKey = kHalfSumKey + 1;
+constexpr uint64_t kNeighborsKey = kTopKSumKey + 1;
 
 constexpr uint64_t ClassElems(int c) { return uint64_t{256} << (2 * c); }
 
@@ -33,7 +34,9 @@ ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables) {
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
   keys.push_back({.key = kTopKSumKey, .name = "sum_topk", .elems = 1, .reducer = "sparse_sum",
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
-  uint64_t next = kTopKSumKey + 1;
+  keys.push_back({.key = kNeighborsKey, .name = "neighbors", .elems = 1, .reducer = "topk_rows",
+                  .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
+  uint64_t next = kNeighborsKey + 1;
   for (const RowTableSpec& t : tables) {
     keys.push_back({.key = next++,
                     .name = t.name,
@@ -176,6 +179,19 @@ Result<std::vector<float>> PsCollective::AllGather(const std::string& key, std::
     if (n > 0) std::memcpy(all.data() + at, rec->data() + sizeof(uint32_t), n * sizeof(float));
   }
   return all;
+}
+
+Result<std::vector<comm::Neighbor>> PsCollective::AllMergeTopK(const std::string& key, uint64_t k, uint64_t queries,
+                                                               std::span<const comm::Neighbor> mine) {
+  GEOMX_ASSIGN_OR_RETURN(Bytes payload, comm::EncodeTopKRows(k, queries, mine));
+  auto answer = ps_->PushPullPayload(kNeighborsKey, std::move(payload), neighbor_round_++);
+  if (!answer.ok()) return answer.status().WithContext("top-k '" + key + "'");
+  GEOMX_ASSIGN_OR_RETURN(comm::TopKRows merged, comm::DecodeTopKRows(*answer));
+  if (merged.k != k || merged.queries != queries) {
+    return Status::DataLoss("top-k '" + key + "': the server answered " + std::to_string(merged.queries) +
+                            " queries of k=" + std::to_string(merged.k));
+  }
+  return std::move(merged.entries);
 }
 
 Result<RowUpdate> PsCollective::PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,

@@ -47,6 +47,8 @@ class PsCollective final : public Collective {
   Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override;
   Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
                                      std::span<const float> grads) override;
+  Result<std::vector<comm::Neighbor>> AllMergeTopK(const std::string& key, uint64_t k, uint64_t queries,
+                                                   std::span<const comm::Neighbor> mine) override;
 
   static constexpr int kSumClasses = 7;  // 256 << 2*i floats, i < kSumClasses
 
@@ -58,6 +60,7 @@ class PsCollective final : public Collective {
   const float ratio_;
   std::map<std::string, std::vector<float>> residuals_;  // kTopK error feedback, by the sum's name
   int64_t topk_round_ = 0;
+  int64_t neighbor_round_ = 0;
   std::array<int64_t, kSumClasses> sum_rounds_{};
   int64_t gather_round_ = 0;
   int64_t half_round_ = 0;

@@ -154,6 +154,64 @@ Result<TopK> DecodeTopK(const Bytes& payload) {
   return out;
 }
 
+std::vector<Neighbor> MergeTopKRows(uint64_t k, uint64_t queries, std::span<const std::span<const Neighbor>> parts) {
+  auto less = [](const Neighbor& a, const Neighbor& b) {
+    const float da = std::isnan(a.distance) ? INFINITY : a.distance, db = std::isnan(b.distance) ? INFINITY : b.distance;
+    return da != db ? da < db : a.id < b.id;
+  };
+  std::vector<Neighbor> out(k * queries, Neighbor{INFINITY, kNoNeighbor, -1});
+  std::vector<Neighbor> all;
+  for (uint64_t q = 0; q < queries; ++q) {
+    all.clear();
+    for (const std::span<const Neighbor>& p : parts) all.insert(all.end(), p.begin() + q * k, p.begin() + (q + 1) * k);
+    const size_t keep = std::min<size_t>(k, all.size());
+    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), less);
+    std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), out.begin() + q * k);
+  }
+  return out;
+}
+
+Result<Bytes> EncodeTopKRows(uint64_t k, uint64_t queries, std::span<const Neighbor> entries) {
+  if ((k == 0 && queries > 0) || entries.size() != k * queries) {
+    return Status::InvalidArgument("topk_rows: " + std::to_string(entries.size()) + " entries for " +
+                                   std::to_string(queries) + " queries of k=" + std::to_string(k));
+  }
+  const std::span<const Neighbor> one[] = {entries};
+  const std::vector<Neighbor> sorted = MergeTopKRows(k, queries, one);
+  Builder b(16 + sorted.size() * 24);
+  b.Put<uint64_t>(k);
+  b.Put<uint64_t>(queries);
+  for (const Neighbor& nb : sorted) {
+    b.Put<float>(std::isnan(nb.distance) ? INFINITY : nb.distance);
+    b.Put<uint32_t>(0);
+    b.Put<uint64_t>(nb.id);
+    b.Put<int64_t>(nb.label);
+  }
+  return b.Take();
+}
+
+Result<TopKRows> DecodeTopKRows(const Bytes& payload) {
+  Cursor c(payload);
+  TopKRows out;
+  if (!c.Get(&out.k) || !c.Get(&out.queries)) return Status::DataLoss("topk_rows: truncated header");
+  // Checked against the bytes present before anything is allocated.
+  if ((out.k == 0 && out.queries > 0) || (out.k > 0 && out.queries > c.remaining() / 24 / out.k) ||
+      c.remaining() != out.k * out.queries * 24) {
+    return Status::DataLoss("topk_rows: " + std::to_string(payload.size()) + " bytes do not hold " +
+                            std::to_string(out.queries) + " queries of k=" + std::to_string(out.k));
+  }
+  out.entries.resize(out.k * out.queries);
+  for (Neighbor& nb : out.entries) {
+    uint32_t pad = 0;
+    c.Get(&nb.distance);
+    c.Get(&pad);
+    c.Get(&nb.id);
+    c.Get(&nb.label);
+    if (std::isnan(nb.distance)) return Status::DataLoss("topk_rows: NaN distance");
+  }
+  return out;
+}
+
 Bytes EncodeWeighted(double weight, std::span<const float> values) {
   Builder b(8 + values.size() * 4);
   b.Put<double>(weight);

@@ -6,6 +6,8 @@
 //   concat            [u64 num_records] then per record [u64 bytes][bytes]
 //   topk_merge        [u64 k][u64 n] then n x [f32 distance][u32 0][u64 id][i64 label]   (n <= k)
 //   weighted_average  [f64 weight][length x f32 values]   (the values are already the average; weight > 0)
+//   topk_rows         [u64 k][u64 queries] then queries x k x [f32 distance][u32 0][u64 id][i64 label]: each
+//                     query's k entries sorted by (distance, id), padded with (+inf, UINT64_MAX, -1)
 //   half_sum          [u64 n_lossy][u64 n_exact][f32 scale][n_exact x f32][n_lossy x f16 of value / scale]
 //                     (scale = max |lossy value| / 32768, or 1 when all are 0: FP16 relative to the largest)
 //
@@ -46,6 +48,20 @@ struct TopK {
   std::vector<Neighbor> neighbors;  // sorted by (distance, id)
 };
 Result<TopK> DecodeTopK(const Bytes& payload);
+
+// Per-query neighbour lists (KNN's query broadcast): queries x k entries, query-major.
+inline constexpr uint64_t kNoNeighbor = ~uint64_t{0};  // the id of a padding entry (distance +inf, label -1)
+struct TopKRows {
+  uint64_t k = 0, queries = 0;
+  std::vector<Neighbor> entries;  // queries x k, each query's k sorted by (distance, id), padding last
+};
+// Per query, the k smallest by (distance, id) among the queries x k entries of every part (NaN distances count as
+// +inf); padded to k. Every part must hold queries x k entries (checked by the caller).
+std::vector<Neighbor> MergeTopKRows(uint64_t k, uint64_t queries, std::span<const std::span<const Neighbor>> parts);
+// `entries`: queries x k (each query's list in any order); kInvalidArgument when the count is not queries x k or
+// k is 0 while queries is not.
+Result<Bytes> EncodeTopKRows(uint64_t k, uint64_t queries, std::span<const Neighbor> entries);
+Result<TopKRows> DecodeTopKRows(const Bytes& payload);
 
 struct WeightedValues {
   double weight = 0;

@@ -172,6 +172,40 @@ class TopKMergeReducer : public Reducer {
   std::vector<Neighbor> all_;
 };
 
+class TopKRowsReducer : public Reducer {
+ public:
+  explicit TopKRowsReducer(const ReducerConfig&) {}
+  std::string_view name() const override { return "topk_rows"; }
+  std::string_view codec() const override { return "topk_rows"; }
+  Status Validate(const Bytes& payload) const override {
+    Result<TopKRows> t = DecodeTopKRows(payload);
+    if (!t.ok()) return t.status();
+    if (!parts_.empty() && (t->k != k_ || t->queries != queries_)) {
+      return Status::InvalidArgument("topk_rows: " + std::to_string(t->queries) + " queries of k=" +
+                                     std::to_string(t->k) + ", earlier contributions had " + std::to_string(queries_) +
+                                     " of k=" + std::to_string(k_));
+    }
+    return Status::Ok();
+  }
+  void Combine(int contributor, Bytes payload) override {
+    Result<TopKRows> t = DecodeTopKRows(payload);
+    GEOMX_CHECK(t.ok()) << "topk_rows: Combine without Validate";
+    k_ = t->k;
+    queries_ = t->queries;
+    parts_.emplace(contributor, std::move(t->entries));
+  }
+  Result<Bytes> Finish() override {
+    if (parts_.empty()) return Status::Internal("topk_rows: nothing to reduce");
+    std::vector<std::span<const Neighbor>> spans;
+    for (const auto& [contributor, entries] : parts_) spans.emplace_back(entries);
+    return EncodeTopKRows(k_, queries_, MergeTopKRows(k_, queries_, spans));
+  }
+
+ private:
+  uint64_t k_ = 0, queries_ = 0;
+  std::multimap<int, std::vector<Neighbor>> parts_;
+};
+
 class WeightedAverageReducer : public Reducer {
  public:
   explicit WeightedAverageReducer(const ReducerConfig& c) : length_(c.length) {}
@@ -269,6 +303,7 @@ GEOMX_REGISTER(ReducerRegistry, "concat", Factory<ConcatReducer>(), "record list
 GEOMX_REGISTER(ReducerRegistry, "topk_merge", Factory<TopKMergeReducer>(), "k smallest (distance, id, label)");
 GEOMX_REGISTER(ReducerRegistry, "weighted_average", Factory<WeightedAverageReducer>(), "weight-summed average");
 GEOMX_REGISTER(ReducerRegistry, "half_sum", Factory<HalfSumReducer>(), "FP16 sum with an exact f32 part");
+GEOMX_REGISTER(ReducerRegistry, "topk_rows", Factory<TopKRowsReducer>(), "per-query k smallest (distance, id)");
 GEOMX_REGISTER(ReducerRegistry, "sparse_sum", Factory<SparseSumReducer>(), "sparse vector sum (index, value)");
 
 Result<std::unique_ptr<Reducer>> MakeReducer(const std::string& name, const ReducerConfig& config) {

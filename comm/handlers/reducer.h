@@ -10,6 +10,8 @@
 //   "topk_merge"       codec "topk_merge": (distance, id, label) triples; keeps the k smallest by (distance, id)
 //   "weighted_average" codec "weighted_average": a weight and a dense f32 vector; the result is the
 //                      weight-summed average with the summed weight (so it composes across tiers)
+//   "topk_rows"        codec "topk_rows": per-query neighbour lists (queries x k); per query, the k smallest by
+//                      (distance, id) over every contribution
 //   "sparse_sum"       codec "sparse_sum": the row_sparse payload with width 1 (element index, value); the
 //                      result is the union, same indices summed, sorted
 //   "half_sum"         codec "half_sum": an FP16 part (relative to its largest value) and an exact f32 part;

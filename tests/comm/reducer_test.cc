@@ -1,5 +1,6 @@
 #include "comm/handlers/reducer.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <tuple>
@@ -28,7 +29,8 @@ std::unique_ptr<Reducer> Make(const std::string& name, uint64_t length = 0) {
 }
 
 TEST(ReducerTest, RegistryKnowsBuiltIns) {
-  for (const char* name : {"sum", "row_sparse", "concat", "topk_merge", "weighted_average", "half_sum"}) {
+  for (const char* name :
+       {"sum", "row_sparse", "concat", "topk_merge", "weighted_average", "half_sum", "sparse_sum", "topk_rows"}) {
     EXPECT_TRUE(MakeReducer(name, {}).ok()) << name;
   }
   const Status unknown = MakeReducer("mean", {}).status();
@@ -176,6 +178,44 @@ TEST(ReducerTest, HalfSumCarriesFp16RelativeToTheLargestAndAnExactTail) {
   std::memcpy(bad_scale.mutable_data() + 16, &nan, 4);
   EXPECT_EQ(DecodeHalfSum(bad_scale).status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(EncodeHalfSum(std::vector<float>{1, nan}, {}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ReducerTest, TopKRowsMergesEachQueryAcrossTiers) {
+  // 2 queries, k = 2. Query 0: worker lists {1.0/id 10, 3.0/id 11}, {0.5/id 20, pad}, {1.0/id 5, 9/id 6}:
+  // the two smallest are 0.5 (id 20) then 1.0 with the smaller id (5). Query 1: only padding and one 2.0/id 7.
+  const Neighbor pad{INFINITY, kNoNeighbor, -1};
+  const std::vector<Neighbor> a = {{3.0f, 11, 1}, {1.0f, 10, 0}, pad, pad};  // any order within a query
+  const std::vector<Neighbor> b = {{0.5f, 20, 2}, pad, pad, pad};
+  const std::vector<Neighbor> c = {{1.0f, 5, 3}, {9.0f, 6, 4}, {2.0f, 7, 5}, pad};
+  auto low = Make("topk_rows");
+  EXPECT_EQ(low->codec(), "topk_rows");
+  for (const auto& [who, v] : {std::pair{0, a}, std::pair{1, b}}) {
+    Result<Bytes> p = EncodeTopKRows(2, 2, v);
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE(low->Validate(*p).ok());
+    low->Combine(who, *p);
+  }
+  Result<Bytes> mid = low->Finish();
+  ASSERT_TRUE(mid.ok());
+  auto top = Make("topk_rows");
+  top->Combine(0, *mid);
+  top->Combine(1, *EncodeTopKRows(2, 2, c));
+  Result<TopKRows> out = DecodeTopKRows(*top->Finish());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->entries.size(), 4u);
+  EXPECT_EQ(out->entries[0].id, 20u);
+  EXPECT_EQ(out->entries[1].id, 5u);
+  EXPECT_EQ(out->entries[1].label, 3);
+  EXPECT_EQ(out->entries[2].id, 7u);
+  EXPECT_EQ(out->entries[2].distance, 2.0f);
+  EXPECT_EQ(out->entries[3].id, kNoNeighbor);
+  // Another shape, a wrong count, garbage and truncations are refused.
+  EXPECT_EQ(top->Validate(*EncodeTopKRows(3, 2, std::vector<Neighbor>(6, pad))).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(EncodeTopKRows(2, 2, std::vector<Neighbor>(3, pad)).status().code(),
+            StatusCode::kInvalidArgument);
+  const Bytes good = *EncodeTopKRows(2, 2, a);
+  for (size_t n = 0; n < good.size(); ++n) EXPECT_FALSE(DecodeTopKRows(good.Slice(0, n)).ok()) << n;
+  EXPECT_FALSE(DecodeTopKRows(Bytes::Copy("\xff\xff\xff\xff\xff\xff\xff\x7f\xff\xff\xff\xff\xff\xff\xff\x7f")).ok());
 }
 
 TEST(ReducerTest, DecodersRefuseGarbage) {

@@ -288,6 +288,23 @@ void ExpectParameterServerMatchesThreads(const EstimatorJob& job, std::vector<Me
   if (metrics != nullptr) *metrics = over_ps;
 }
 
+TEST(PsCollectiveTest, KnnQueryBroadcastOverTheServersMatchesTheInProcessCollective) {
+  // distributed: query: the per-query top-k lists are merged by the local and global servers (topk_rows).
+  EstimatorJob job;
+  job.algorithm = "knn";
+  job.params = {{"n_neighbors", "5"}};
+  job.data.name = "synthetic";
+  job.data.synthetic_train = 600;
+  job.data.synthetic_test = 150;
+  job.data.synthetic_classes = 3;
+  job.data.synthetic_shape = {6};
+  job.seed = 7;
+  std::vector<Metrics> over_ps;
+  ExpectParameterServerMatchesThreads(job, &over_ps);
+  ASSERT_EQ(over_ps.size(), static_cast<size_t>(kWorkers));
+  for (const Metrics& m : over_ps) EXPECT_GT(MetricValue(m, "accuracy"), 0.5);
+}
+
 TEST(PsCollectiveTest, FtrlAndFtmlOverTheirRowTablesMatchTheInProcessCollective) {
   for (const char* name : {"ftrl", "ftml"}) {
     SCOPED_TRACE(name);
