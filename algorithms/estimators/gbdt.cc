@@ -12,14 +12,13 @@
 namespace geomx::algorithms {
 namespace {
 
-using trees::Booster;
 using trees::BoosterOptions;
 using trees::Objective;
 
-class GbdtEstimator final : public Estimator {
+class GbdtEstimator final : public trees::BoosterEstimator {
  public:
   GbdtEstimator(const ParamValues& p, bool regressor) {
-    BoosterOptions& o = options_;
+    BoosterOptions o;
     o.name = regressor ? "gbdt-regressor" : "gbdt";
     o.objective = regressor ? Objective::kSquaredError : Objective::kSoftmax;
     o.second_order = false;
@@ -37,29 +36,16 @@ class GbdtEstimator final : public Estimator {
     o.max_bin = static_cast<int>(p.Int("max_bins"));
     o.base_score_auto = true;
     o.early_stopping_rounds = p.Int("n_iter_no_change");
-    booster_ = std::make_unique<Booster>(o);
+    SetOptions(std::move(o));
   }
 
   Status Fit(const data::Table& train, const FitContext& context) override {
-    BoosterOptions o = options_;
+    BoosterOptions o = options();
     if (o.objective != Objective::kSquaredError) {
       o.objective = train.num_classes == 2 ? Objective::kLogistic : Objective::kSoftmax;
     }
-    booster_ = std::make_unique<Booster>(o);
-    return booster_->Fit(train, context);
+    return Boost(std::move(o), train, context);
   }
-  Result<Prediction> Predict(const data::Table& input, int threads) const override {
-    return booster_->Predict(input, threads);
-  }
-  void Save(ModelWriter* out) const override { booster_->Save(out); }
-  Status Load(const ModelReader& in) override { return booster_->Load(in); }
-  Metrics ModelMetrics(const data::Table&, const Prediction&) const override {
-    return {{"trees", static_cast<double>(booster_->ensemble().trees.size())}};
-  }
-
- private:
-  BoosterOptions options_;
-  std::unique_ptr<Booster> booster_;
 };
 
 EstimatorDef MakeGbdtDef(bool regressor) {

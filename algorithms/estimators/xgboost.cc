@@ -11,14 +11,13 @@
 namespace geomx::algorithms {
 namespace {
 
-using trees::Booster;
 using trees::BoosterOptions;
 using trees::Objective;
 
-class XgbEstimator final : public Estimator {
+class XgbEstimator final : public trees::BoosterEstimator {
  public:
   XgbEstimator(const ParamValues& p, bool regressor) : objective_(p.Choice("objective")) {
-    BoosterOptions& o = options_;
+    BoosterOptions o;
     o.name = regressor ? "xgboost-regressor" : "xgboost";
     o.objective = regressor ? Objective::kSquaredError : Objective::kSoftmax;
     o.second_order = true;
@@ -41,11 +40,11 @@ class XgbEstimator final : public Estimator {
     o.base_score_auto = p.IsWord("base_score");
     if (!o.base_score_auto) o.base_score = p.Number("base_score");
     o.early_stopping_rounds = p.Int("early_stopping_rounds");
-    booster_ = std::make_unique<Booster>(o);
+    SetOptions(std::move(o));
   }
 
   Status Fit(const data::Table& train, const FitContext& context) override {
-    BoosterOptions o = options_;
+    BoosterOptions o = options();
     if (o.grower.max_depth == 0 && (o.grower.policy != trees::GrowPolicy::kLossguide || o.grower.max_leaves == 0)) {
       return Status::InvalidArgument(o.name +
                                      ": max_depth 0 (no limit) needs grow_policy lossguide and max_leaves > 0");
@@ -54,22 +53,11 @@ class XgbEstimator final : public Estimator {
       const bool binary = objective_ == "binary:logistic" || (objective_ == "auto" && train.num_classes == 2);
       o.objective = binary ? Objective::kLogistic : Objective::kSoftmax;
     }
-    booster_ = std::make_unique<Booster>(o);
-    return booster_->Fit(train, context);
-  }
-  Result<Prediction> Predict(const data::Table& input, int threads) const override {
-    return booster_->Predict(input, threads);
-  }
-  void Save(ModelWriter* out) const override { booster_->Save(out); }
-  Status Load(const ModelReader& in) override { return booster_->Load(in); }
-  Metrics ModelMetrics(const data::Table&, const Prediction&) const override {
-    return {{"trees", static_cast<double>(booster_->ensemble().trees.size())}};
+    return Boost(std::move(o), train, context);
   }
 
  private:
   std::string objective_;
-  BoosterOptions options_;
-  std::unique_ptr<Booster> booster_;
 };
 
 std::vector<ParamSpec> XgbParams(bool regressor) {

@@ -18,7 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/estimators/estimator.h"
@@ -77,6 +79,37 @@ class Booster {
   Ensemble ensemble_;
   int64_t best_round_ = -1;
   int64_t summed_floats_ = 0;
+};
+
+// An Estimator over a Booster (xgboost.cc, gbdt.cc): prediction, the model file and the "trees" metric. A subclass
+// fills options() from its parameters and fits with Boost(), after settling what depends on the table.
+class BoosterEstimator : public Estimator {
+ public:
+  Result<Prediction> Predict(const data::Table& input, int threads) const override {
+    return booster_->Predict(input, threads);
+  }
+  void Save(ModelWriter* out) const override { booster_->Save(out); }
+  Status Load(const ModelReader& in) override { return booster_->Load(in); }
+  Metrics ModelMetrics(const data::Table&, const Prediction&) const override {
+    return {{"trees", static_cast<double>(booster_->ensemble().trees.size())}};
+  }
+
+ protected:
+  // Sets the options (and a booster with them, for Load before any Fit).
+  void SetOptions(BoosterOptions options) {
+    options_ = std::move(options);
+    booster_ = std::make_unique<Booster>(options_);
+  }
+  const BoosterOptions& options() const { return options_; }
+  // Fits a fresh booster with `options` (the stored ones with the table-dependent choices made).
+  Status Boost(BoosterOptions options, const data::Table& train, const FitContext& context) {
+    booster_ = std::make_unique<Booster>(std::move(options));
+    return booster_->Fit(train, context);
+  }
+
+ private:
+  BoosterOptions options_;
+  std::unique_ptr<Booster> booster_;
 };
 
 }  // namespace geomx::algorithms::trees
