@@ -205,7 +205,8 @@ Status TreeGrower::Expand(const std::vector<int32_t>& ids, const std::vector<Gra
       const std::vector<double>& h = nodes_[static_cast<size_t>(small[p])].hist;
       std::copy(h.begin(), h.end(), built.begin() + static_cast<int64_t>(p) * size);
     }
-    GEOMX_RETURN_IF_ERROR(collective_->AllReduceSum("trees.hist", built));
+    // The histograms tolerate the recipe's compression (fp16: each entry within max |entry| * 2^-12).
+    GEOMX_RETURN_IF_ERROR(collective_->AllReduceSumCompressible("trees.hist", built, 0));
     summed_floats_ += static_cast<int64_t>(built.size());
     for (size_t p = 0; p < m; ++p) {
       std::vector<double>& h = nodes_[static_cast<size_t>(small[p])].hist;
