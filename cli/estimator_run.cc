@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -52,7 +53,10 @@ std::string MetricsText(const algorithms::Metrics& metrics) {
   std::string out;
   for (const algorithms::Metric& m : metrics) {
     char buf[96];
-    std::snprintf(buf, sizeof(buf), "%s%s %.4f", out.empty() ? "" : ", ", m.name.c_str(), m.value);
+    // Counts (trees, support vectors, rows) print as integers, scores with four decimals.
+    const bool whole = m.value == std::floor(m.value) && std::fabs(m.value) < 1e15;
+    std::snprintf(buf, sizeof(buf), whole ? "%s%s %.0f" : "%s%s %.4f", out.empty() ? "" : ", ", m.name.c_str(),
+                  m.value);
     out += buf;
   }
   return out;
