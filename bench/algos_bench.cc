@@ -25,6 +25,7 @@
 #include "cli/json_writer.h"
 #include "cli/launcher.h"
 #include "engine/backend_registry.h"
+#include "engine/base/check.h"
 #include "engine/base/closest_name.h"
 #include "engine/base/rng.h"
 
@@ -215,10 +216,11 @@ Result<data::TableSplits> PrepareTables(const AlgosCase& c, const BenchAlgosFlag
   const int64_t test_rows = f.quick ? c.quick_test_rows : c.test_rows;
   data::DataConfig config;
   config.name = c.data;
-  config.scale = "standard";
+  config.scale = c.scale;
   data::TableOptions options;
   options.task = task;
-  options.scale = data::ScaleKind::kStandard;
+  const bool known_scale = data::ParseScaleKind(c.scale, &options.scale);
+  GEOMX_CHECK(known_scale) << c.name << ": scale '" << c.scale << "'";
   options.seed = 42;
   if (c.data == "fashion-mnist") {
     config.path = f.data_path;
@@ -319,7 +321,7 @@ std::string CaseJson(const CaseResult& r, bool quick) {
   JsonObject params;
   for (const auto& [k, v] : r.params) params.Add(k, v);
   j.Add("params", params);
-  j.Add("data", c.data).Add("scale", "standard").Add("quick", quick);
+  j.Add("data", c.data).Add("scale", c.scale).Add("quick", quick);
   j.Add("train_rows", r.train_rows).Add("test_rows", r.test_rows).Add("cols", r.cols);
   std::string metrics;
   for (const std::string& m : c.metrics) metrics.append(metrics.empty() ? "" : ", ").append(cli::JsonEscape(m));
@@ -497,6 +499,43 @@ const std::vector<AlgosCase>& AlgosCases() {
        .predict_matters = false,
        .peer = "LinearSVC(C=0.1, loss='squared_hinge', fit_intercept=False, tol=0.1) on the pairwise differences "
                "built in Python (pair building is in its fit time)"},
+      // The tree ensembles: their recipes' settings (recipes/xgboost.yaml, recipes/gbdt.yaml; a test keeps them in
+      // step) on the recipes' unscaled pixels - trees need no scaling, and quantile bins ignore it.
+      {.name = "xgboost",
+       .estimator = "xgboost",
+       .params = {{"n_estimators", "100"},
+                  {"max_depth", "6"},
+                  {"eta", "0.3"},
+                  {"max_bin", "256"},
+                  {"objective", "multi:softprob"}},
+       .data = "fashion-mnist",
+       .scale = "none",
+       .train_rows = 0,
+       .test_rows = 0,
+       .quick_train_rows = 2000,
+       .quick_test_rows = 500,
+       .metrics = {"accuracy"},
+       .predict_matters = false,
+       .peer = "XGBoost xgb.train(tree_method='hist', max_depth=6, eta=0.3, max_bin=256, objective='multi:softprob', "
+               "nthread=threads, 100 rounds); DMatrix construction is in its fit time, predict is inplace_predict"},
+      {.name = "gbdt",
+       .estimator = "gbdt",
+       .params = {{"max_iter", "100"},
+                  {"learning_rate", "0.1"},
+                  {"max_leaf_nodes", "31"},
+                  {"min_samples_leaf", "20"},
+                  {"max_bins", "255"},
+                  {"l2_regularization", "0"}},
+       .data = "fashion-mnist",
+       .scale = "none",
+       .train_rows = 0,
+       .test_rows = 0,
+       .quick_train_rows = 2000,
+       .quick_test_rows = 500,
+       .metrics = {"accuracy"},
+       .predict_matters = false,
+       .peer = "HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, max_leaf_nodes=31, "
+               "min_samples_leaf=20, max_bins=255, l2_regularization=0, early_stopping=False)"},
   };
   return cases;
 }
@@ -628,9 +667,9 @@ Status RunBenchAlgosCommand(const BenchAlgosFlags& f, const std::atomic<bool>* i
     Status written = WriteBenchTable(splits->train, (dir / "train.bin").string());
     if (written.ok()) written = WriteBenchTable(splits->test, (dir / "test.bin").string());
     if (!written.ok()) return written;
-    std::printf("[%s] %s: %lld train x %lld features, %lld test (prepared in %.1f s)\n", c->name.c_str(),
-                c->data.c_str(), static_cast<long long>(r.train_rows), static_cast<long long>(r.cols),
-                static_cast<long long>(r.test_rows), SecondsSince(t0));
+    std::printf("[%s] %s (scale %s): %lld train x %lld features, %lld test (prepared in %.1f s)\n",
+                c->name.c_str(), c->data.c_str(), c->scale.c_str(), static_cast<long long>(r.train_rows),
+                static_cast<long long>(r.cols), static_cast<long long>(r.test_rows), SecondsSince(t0));
     std::fflush(stdout);
 
     const Status ours = RunGeomx(*c, *def, r.params, *splits, f.threads, interrupted, &r.geomx);

@@ -1,10 +1,11 @@
 // `geomx bench algos`: the classical estimators (algorithms/estimators/) side by side with scikit-learn (and through
-// it LIBLINEAR and LIBSVM) on the same tables, in the same run (docs/benchmarks.md).
+// it LIBLINEAR and LIBSVM) and XGBoost on the same tables, in the same run (docs/benchmarks.md).
 //
-// For each case of a fixed list (AlgosCases()): the data is opened once in geomx (OpenTable, standardised, with the
-// case's fixed-seed subsample), the exact train/test tables are written to a temporary folder (WriteBenchTable),
-// the geomx estimator is fitted and predicts in this process (Fit and Predict timed alone), then the peer
-// bench/peers/sklearn_algos.py runs as a subprocess on the same files with the same hyper-parameters and thread
+// For each case of a fixed list (AlgosCases()): the data is opened once in geomx (OpenTable, with the case's column
+// scaling - standardised, or none for the tree ensembles - and its fixed-seed subsample), the exact train/test
+// tables are written to a temporary folder (WriteBenchTable), the geomx estimator is fitted and predicts in this
+// process (Fit and Predict timed alone), then the peer bench/peers/sklearn_algos.py (scikit-learn; XGBoost's own
+// API for the xgboost case) runs as a subprocess on the same files with the same hyper-parameters and thread
 // count and prints one JSON line (fit_seconds, predict_seconds, metrics). The table shows both metrics, both times
 // and the ratios peer / geomx (>= 1 means geomx is at least as fast). No thresholds: numbers are reported, never
 // asserted.
@@ -38,12 +39,15 @@ struct BenchAlgosFlags {
 };
 
 // One comparison. The geomx side is `estimator` with `params` (the registry's parameter names); the peer's side is
-// the same case name in sklearn_algos.py, with the same hyper-parameters (keep both in step).
+// the same case name in sklearn_algos.py, with the same hyper-parameters (keep both in step; the xgboost and gbdt
+// cases also match recipes/xgboost.yaml and recipes/gbdt.yaml, which a test checks).
 struct AlgosCase {
   std::string name;       // also the peer's --case
   std::string estimator;  // registry name (EstimatorRegistry::Find)
   std::map<std::string, std::string> params;
   std::string data;        // fashion-mnist | friedman1 | letor-synthetic
+  std::string scale = "standard";  // column scaling fitted on the training split, data.scale's words: standard, or
+                                   // none (the tree cases: raw normalised pixels, as their recipes)
   int64_t train_rows = 0;  // fashion-mnist: fixed-seed subsample of the training split (0 = all 60,000);
                            // friedman1 / letor-synthetic: rows generated (letor: 20 per query)
   int64_t test_rows = 0;   // the same for the test split (fashion-mnist: 0 = all 10,000)

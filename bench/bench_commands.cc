@@ -68,8 +68,8 @@ CLI::App* AddAlgosCommand(CLI::App* bench, BenchAlgosFlags* f) {
   std::string cases;
   for (const std::string& n : AlgosCaseNames()) cases.append(cases.empty() ? "" : ", ").append(n);
   CLI::App* cmd = bench->add_subcommand(
-      "algos", "Classical estimators vs scikit-learn (LIBLINEAR, LIBSVM) on the same tables: metrics, fit and "
-               "predict times, ratios");
+      "algos", "Classical estimators vs scikit-learn (LIBLINEAR, LIBSVM) and XGBoost on the same tables: metrics, "
+               "fit and predict times, ratios");
   cmd->add_option("--only", f->only, "Comma-separated cases to run (default all): " + cases)->delimiter(',');
   cmd->add_option("--threads", f->threads, "Compute threads of both sides (geomx; the peer's n_jobs, BLAS, OpenMP)")
       ->check(CLI::Range(1, 1024));

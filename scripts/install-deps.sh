@@ -4,9 +4,9 @@
 #   scripts/install-deps.sh          build + tests + make run
 #   scripts/install-deps.sh --bench  also what `geomx bench` needs beyond the build: the PyTorch peers of bench/peers/
 #                                    (python3-torch, python3-numpy), the classical peers of `geomx bench algos`
-#                                    (python3-sklearn, liblinear-tools, libsvm-tools, and OpenBLAS so that numpy and
-#                                    scikit-learn run on an optimised BLAS as their users' installs do) and, for
-#                                    --netns, iproute2 (ip, tc)
+#                                    (python3-sklearn, python3-xgboost, liblinear-tools, libsvm-tools, and OpenBLAS so
+#                                    that numpy and scikit-learn run on an optimised BLAS as their users' installs do)
+#                                    and, for --netns, iproute2 (ip, tc)
 set -euo pipefail
 
 packages=(
@@ -18,7 +18,8 @@ packages=(
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy iproute2 python3-sklearn liblinear-tools libsvm-tools libopenblas0-pthread)
+  packages+=(python3-torch python3-numpy iproute2 python3-sklearn python3-xgboost liblinear-tools libsvm-tools
+             libopenblas0-pthread)
 fi
 
 missing=()

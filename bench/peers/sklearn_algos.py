@@ -1,19 +1,22 @@
 #!/usr/bin/python3
 """scikit-learn peer for `geomx bench algos` (bench/algos_bench.h): fits and evaluates the reference library's
-counterpart of one geomx estimator on the exact tables geomx used, and prints one JSON line:
+counterpart of one geomx estimator on the exact tables geomx used (scikit-learn's; XGBoost's own for the xgboost
+case), and prints one JSON line:
 
   {"case": "logreg", "fit_seconds": 12.3, "predict_seconds": 0.05, "metrics": {"accuracy": 0.84}, "peer": "...",
    "sklearn": "1.2.1", "threads": 2, ...}
 
   sklearn_algos.py --case NAME --data DIR --threads N   DIR holds train.bin and test.bin (format below)
   sklearn_algos.py --check                               exit 0 when numpy, scipy, sklearn, threadpoolctl import
+                                                         (xgboost is optional: only the xgboost case needs it)
 
 The hyper-parameters of each case are the geomx side's (bench/algos_bench.cc, AlgosCases()): keep both in step.
 Run with Debian's /usr/bin/python3 (packages python3-sklearn, python3-numpy). Threads: the caller sets
 OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS; here threadpoolctl limits them too, and n_jobs is set
-where the estimator has it. LIBSVM (SVC, SVR) and LIBLINEAR (LinearSVC) are single-threaded. numpy's BLAS decides
-the speed of the GEMM-bound cases; --check and every result report it ("blas"). Debian's numpy runs on whatever
-libblas.so.3 is selected: Netlib's reference BLAS unless an optimised one (libopenblas0-pthread) is installed.
+where the estimator has it (XGBoost: nthread). LIBSVM (SVC, SVR) and LIBLINEAR (LinearSVC) are single-threaded.
+numpy's BLAS decides the speed of the GEMM-bound cases; --check and every result report it ("blas"). Debian's numpy
+runs on whatever libblas.so.3 is selected: Netlib's reference BLAS unless an optimised one (libopenblas0-pthread) is
+installed. The xgboost case needs Debian's python3-xgboost; without it only that case fails, naming the package.
 
 Table file (written by geomx, bench/algos_bench.h WriteBenchTable), little-endian:
   bytes 0-7    magic b"GXTBL001"
@@ -136,21 +139,61 @@ def pairwise_differences(X, rel, qids):
 
 # ---- the cases ----
 
+class PeerUnavailable(Exception):
+    """A module one case needs is missing: the message names the Debian package."""
+
+
 def timed(fn):
     t0 = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t0
 
 
+# The xgboost case: recipes/xgboost.yaml's settings in XGBoost's words (geomx's n_estimators = num_boost_round).
+XGBOOST_PARAMS = dict(tree_method="hist", max_depth=6, eta=0.3, max_bin=256, objective="multi:softprob")
+XGBOOST_ROUNDS = 100
+
+
+def run_xgboost(train, test, threads):
+    """XGBoost's native API, as its docs recommend for numpy input: the DMatrix construction (quantile sketch and
+    binning of the training rows) is part of the fit time, as geomx's binning is part of its Fit; prediction is
+    inplace_predict (no DMatrix for the test rows), then the argmax of the class probabilities."""
+    try:
+        import xgboost as xgb
+    except ImportError as e:
+        raise PeerUnavailable("no Python module 'xgboost': install Debian's python3-xgboost "
+                              "(scripts/install-deps.sh --bench)") from e
+    import numpy as np
+    X, y, Xt = train["X"], train["y"], test["X"]
+    classes = max(int(train["num_classes"]), int(y.max()) + 1)
+    params = dict(XGBOOST_PARAMS, num_class=classes, nthread=threads, verbosity=1)
+
+    def fit():
+        dtrain = xgb.DMatrix(X, label=y, nthread=threads)
+        return xgb.train(params, dtrain, num_boost_round=XGBOOST_ROUNDS)
+    booster, fit_s = timed(fit)
+    proba, pred_s = timed(lambda: booster.inplace_predict(Xt))
+    pred = np.argmax(np.asarray(proba).reshape(len(Xt), classes), axis=1)
+    described = ("xgboost xgb.train(" + ", ".join(f"{k}={v!r}" for k, v in params.items() if k != "verbosity") +
+                 f", num_boost_round={XGBOOST_ROUNDS}) on DMatrix(nthread={threads}), inplace_predict")
+    return {"case": "xgboost", "fit_seconds": fit_s, "predict_seconds": pred_s,
+            "metrics": {"accuracy": accuracy(pred, test["y"])}, "peer": described, "xgboost": xgb.__version__,
+            "threads": threads, "train_rows": int(X.shape[0]), "test_rows": int(Xt.shape[0]),
+            "trees": int(booster.num_boosted_rounds()) * classes}
+
+
 def run_case(name, train, test, threads):
     import numpy as np
     import sklearn
     from sklearn.cluster import KMeans
+    from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression, SGDClassifier
     from sklearn.metrics import normalized_mutual_info_score
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.svm import SVC, SVR, LinearSVC
 
+    if name == "xgboost":
+        return run_xgboost(train, test, threads)
     X, Xt = train["X"], test["X"]
     info = {}
     # name -> (estimator class, its keyword arguments): geomx's hyper-parameters in scikit-learn's words.
@@ -171,9 +214,14 @@ def run_case(name, train, test, threads):
                           shrinking=True)),
         "ranksvm": (LinearSVC, dict(C=0.1, loss="squared_hinge", dual=True, fit_intercept=False, tol=0.1,
                                     max_iter=1000, random_state=0)),
+        # recipes/gbdt.yaml's settings; early stopping off (geomx's n_iter_no_change 0), so every round is grown.
+        # OpenMP threads: OMP_NUM_THREADS from the caller and threadpoolctl's limit.
+        "gbdt": (HistGradientBoostingClassifier, dict(max_iter=100, learning_rate=0.1, max_leaf_nodes=31,
+                                                      min_samples_leaf=20, max_bins=255, l2_regularization=0.0,
+                                                      early_stopping=False, random_state=0)),
     }
     if name not in specs:
-        raise ValueError(f"unknown case '{name}' (cases: {', '.join(specs)})")
+        raise ValueError(f"unknown case '{name}' (cases: {', '.join(list(specs) + ['xgboost'])})")
     cls, kwargs = specs[name]
     est = cls(**kwargs)
     described = f"sklearn {cls.__name__}(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
@@ -247,9 +295,14 @@ def check(quiet=False):
         print(json.dumps({"error": f"{e}", "missing": getattr(e, "name", None)}), flush=True)
         return 3
     if not quiet:
+        try:
+            import xgboost
+            xgboost_version = xgboost.__version__
+        except ImportError:
+            xgboost_version = None  # only the xgboost case needs it; that case says so when it runs
         print(json.dumps({"python": sys.version.split()[0], "numpy": numpy.__version__, "scipy": scipy.__version__,
                           "sklearn": sklearn.__version__, "threadpoolctl": threadpoolctl.__version__,
-                          "blas": blas_description()}), flush=True)
+                          "xgboost": xgboost_version, "blas": blas_description()}), flush=True)
     return 0
 
 
@@ -270,8 +323,12 @@ def main():
     warnings.filterwarnings("ignore")  # ConvergenceWarning of one-pass SGD / capped iterations: reported via n_iter
     train = read_table(f"{a.data}/train.bin")
     test = read_table(f"{a.data}/test.bin")
-    with threadpool_limits(limits=a.threads):
-        out = run_case(a.case, train, test, a.threads)
+    try:
+        with threadpool_limits(limits=a.threads):
+            out = run_case(a.case, train, test, a.threads)
+    except PeerUnavailable as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 3
     print(json.dumps(finite(out), allow_nan=False), flush=True)
     return 0
 

@@ -1,12 +1,19 @@
 // `geomx bench algos` (bench/algos_bench.h): the table file the peer reads, read back by an independent reader
 // written here from the format's description; the case selection with its did-you-mean; the command's refusals
-// (exit 2); and, when Debian's python3 has scikit-learn, a --quick run of cheap cases whose JSON holds both sides'
-// metrics. Nothing here depends on timing.
+// (exit 2); the cases' declarations (their estimators accept their parameters, the tree cases match their recipes,
+// the peer script knows every case); and, when Debian's python3 has scikit-learn (and XGBoost), the peer's tree
+// cases on a tiny table and a --quick run of cheap cases whose JSON holds both sides' metrics. Nothing here depends
+// on timing.
 #include "bench/algos_bench.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +21,7 @@
 #include <vector>
 
 #include "algorithms/estimators/estimator.h"
+#include "cli/recipe.h"
 #include "tests/testutil.h"
 
 namespace geomx::bench {
@@ -174,6 +182,63 @@ TEST(AlgosBenchCases, EveryCaseIsComplete) {
     EXPECT_GT(c.quick_train_rows, 0) << c.name;
     EXPECT_GT(c.quick_test_rows, 0) << c.name;
     EXPECT_TRUE(c.data == "fashion-mnist" || c.data == "friedman1" || c.data == "letor-synthetic") << c.name;
+    EXPECT_TRUE(c.scale == "standard" || c.scale == "none") << c.name;
+  }
+}
+
+// The bench drops a parameter its estimator does not declare (with a note) rather than failing: catch the drift
+// here. Every case of an estimator in this build is created with exactly the case's parameters.
+TEST(AlgosBenchCases, EveryEstimatorInThisBuildAcceptsItsCaseParameters) {
+  for (const AlgosCase& c : AlgosCases()) {
+    if (algorithms::EstimatorRegistry::Find(c.estimator) == nullptr) continue;
+    auto est = algorithms::CreateEstimator(c.estimator, c.params);
+    EXPECT_TRUE(est.ok()) << c.name << ": " << est.status().message();
+  }
+  EXPECT_NE(algorithms::EstimatorRegistry::Find("xgboost"), nullptr);
+  EXPECT_NE(algorithms::EstimatorRegistry::Find("gbdt"), nullptr);
+}
+
+// Two parameter texts that mean the same: equal numbers ("0" and "0.0"), else equal words.
+bool SameValue(const std::string& a, const std::string& b) {
+  char* end_a = nullptr;
+  char* end_b = nullptr;
+  const double x = std::strtod(a.c_str(), &end_a);
+  const double y = std::strtod(b.c_str(), &end_b);
+  const bool numbers = !a.empty() && !b.empty() && *end_a == '\0' && *end_b == '\0';
+  return numbers ? x == y : a == b;
+}
+
+// The tree cases run their recipes' settings on the recipes' data, at full size (60,000 / 10,000).
+TEST(AlgosBenchCases, TreeCasesMatchTheirRecipes) {
+  for (const std::string name : {"xgboost", "gbdt"}) {
+    auto selected = SelectAlgosCases({name});
+    ASSERT_TRUE(selected.ok()) << name << ": " << selected.status().message();
+    ASSERT_EQ(selected->size(), 1u);
+    const AlgosCase& c = *selected->front();
+    auto recipe = cli::LoadRecipe((testing::SourceDir() / "recipes" / (name + ".yaml")).string());
+    ASSERT_TRUE(recipe.ok()) << recipe.status().message();
+    ASSERT_TRUE(recipe->has_algorithm) << name;
+    EXPECT_EQ(c.estimator, recipe->algorithm.name);
+    // The recipe comes back with every parameter resolved: those the case gives agree, the others are at the
+    // estimator's default (which the bench's geomx side then uses too).
+    const algorithms::EstimatorDef* def = algorithms::EstimatorRegistry::Find(c.estimator);
+    ASSERT_NE(def, nullptr) << name;
+    for (const auto& [k, v] : c.params) {
+      const auto it = recipe->algorithm.params.find(k);
+      ASSERT_NE(it, recipe->algorithm.params.end()) << name << ": case parameter " << k << " unknown to the recipe";
+      EXPECT_TRUE(SameValue(it->second, v)) << name << ": " << k << " = " << v << " in the case, " << it->second
+                                            << " in the recipe";
+    }
+    for (const algorithms::ParamSpec& spec : def->params) {
+      const auto it = recipe->algorithm.params.find(spec.name);
+      if (c.params.contains(spec.name) || it == recipe->algorithm.params.end()) continue;
+      EXPECT_TRUE(SameValue(it->second, spec.default_value))
+          << name << ": the recipe sets " << spec.name << " = " << it->second << ", which the case does not give";
+    }
+    EXPECT_EQ(c.data, recipe->data.name) << name;
+    EXPECT_EQ(c.scale, recipe->data.scale) << name;
+    EXPECT_EQ(c.train_rows, 0) << name;
+    EXPECT_EQ(c.test_rows, 0) << name;
   }
 }
 
@@ -201,6 +266,99 @@ std::string PeerUnavailableReason() {
     return "/usr/bin/python3 cannot import numpy, scipy, sklearn, threadpoolctl (Debian python3-sklearn)";
   }
   return "";
+}
+
+// Runs `command` through the shell: its exit code and its stdout and stderr together.
+testing::CommandResult RunShell(const std::string& command) {
+  testing::CommandResult r;
+  FILE* pipe = popen((command + " 2>&1 < /dev/null").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// The number after "key": in `json`, or NaN.
+double NumberAfter(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return std::nan("");
+  const std::string rest = json.substr(at + key.size() + 4, 40);
+  char* end = nullptr;
+  const double v = std::strtod(rest.c_str(), &end);
+  return end == rest.c_str() ? std::nan("") : v;
+}
+
+// A small, well-separated 3-class table (labels 0, 1, 2; 5 features shifted by the label).
+data::Table TinyClassificationTable(int64_t rows, uint64_t seed) {
+  data::Table t;
+  t.rows = rows;
+  t.cols = 5;
+  t.num_classes = 3;
+  uint64_t state = seed;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int32_t label = static_cast<int32_t>(i % 3);
+    t.labels.push_back(label);
+    for (int64_t j = 0; j < t.cols; ++j) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      t.dense.push_back(static_cast<float>(label) + static_cast<float>(state >> 40) / static_cast<float>(1 << 24));
+    }
+  }
+  return t;
+}
+
+// The peer's side of the tree cases, on a tiny table (not the bench's data): the script knows every case of the
+// list (its unknown-case error names them), and its xgboost and gbdt entries print the result line geomx reads,
+// with the case's settings. Threads 1: OpenMP on a busy 2-core machine would only add noise.
+TEST(AlgosBenchPeer, ScriptKnowsEveryCaseAndRunsTheTreeCases) {
+  const std::string why = PeerUnavailableReason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  testing::ScratchDir dir;
+  ASSERT_TRUE(WriteBenchTable(TinyClassificationTable(150, 1), (dir / "train.bin").string()).ok());
+  ASSERT_TRUE(WriteBenchTable(TinyClassificationTable(60, 2), (dir / "test.bin").string()).ok());
+  const std::string peer = "/usr/bin/python3 '" + (testing::SourceDir() / "bench/peers/sklearn_algos.py").string() +
+                           "' --data '" + dir.path().string() + "' --threads 1 --case ";
+
+  const testing::CommandResult unknown = RunShell(peer + "no-such-case");
+  EXPECT_NE(unknown.exit_code, 0) << unknown.output;
+  const size_t listed = unknown.output.find("(cases: ");
+  ASSERT_NE(listed, std::string::npos) << unknown.output;
+  const std::string names = unknown.output.substr(listed);
+  for (const std::string& n : AlgosCaseNames()) {
+    EXPECT_TRUE(names.find(" " + n + ",") != std::string::npos || names.find(" " + n + ")") != std::string::npos)
+        << "the peer has no case " << n << ": " << names;
+  }
+
+  std::vector<std::string> cases = {"gbdt"};
+  if (std::system("/usr/bin/python3 -c 'import xgboost' >/dev/null 2>&1") == 0) {
+    cases.push_back("xgboost");
+  } else {
+    std::printf("note: /usr/bin/python3 has no xgboost (Debian python3-xgboost): its peer case is not run\n");
+  }
+  for (const std::string& c : cases) {
+    const testing::CommandResult r = RunShell(peer + c);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const size_t line = r.output.rfind("{\"case\": \"" + c + "\"");
+    ASSERT_NE(line, std::string::npos) << r.output;
+    const std::string json = r.output.substr(line);
+    EXPECT_GE(NumberAfter(json, "fit_seconds"), 0) << json;
+    EXPECT_GE(NumberAfter(json, "predict_seconds"), 0) << json;
+    const double accuracy = NumberAfter(json, "accuracy");
+    EXPECT_TRUE(accuracy >= 0 && accuracy <= 1) << json;
+    EXPECT_EQ(NumberAfter(json, "train_rows"), 150.0) << json;
+    EXPECT_EQ(NumberAfter(json, "test_rows"), 60.0) << json;
+    if (c == "gbdt") {
+      EXPECT_EQ(NumberAfter(json, "n_iter"), 100.0) << json;  // early stopping is off: every round is grown
+      EXPECT_NE(json.find("max_leaf_nodes=31"), std::string::npos) << json;
+      EXPECT_NE(json.find("max_bins=255"), std::string::npos) << json;
+    } else {
+      EXPECT_EQ(NumberAfter(json, "trees"), 300.0) << json;  // 100 rounds x 3 classes
+      EXPECT_NE(json.find("tree_method='hist'"), std::string::npos) << json;
+      EXPECT_NE(json.find("max_bin=256"), std::string::npos) << json;
+    }
+  }
 }
 
 // The JSON object of case `name` in the command's --out file.
