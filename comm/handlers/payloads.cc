@@ -49,6 +49,29 @@ class Builder {
   size_t pos_ = 0;
 };
 
+// One neighbour entry: [f32 distance][u32 0][u64 id][i64 label] (topk_merge, topk_rows).
+void PutNeighbors(Builder* b, std::span<const Neighbor> v) {
+  for (const Neighbor& nb : v) {
+    b->Put<float>(nb.distance);
+    b->Put<uint32_t>(0);
+    b->Put<uint64_t>(nb.id);
+    b->Put<int64_t>(nb.label);
+  }
+}
+
+// Reads out->size() entries (their bytes were checked to be present); kDataLoss naming `codec` for a NaN distance.
+Status GetNeighbors(Cursor* c, const char* codec, std::vector<Neighbor>* out) {
+  for (Neighbor& nb : *out) {
+    uint32_t pad = 0;
+    c->Get(&nb.distance);
+    c->Get(&pad);
+    c->Get(&nb.id);
+    c->Get(&nb.label);
+    if (std::isnan(nb.distance)) return Status::DataLoss(std::string(codec) + ": NaN distance");
+  }
+  return Status::Ok();
+}
+
 bool NeighborLess(const Neighbor& a, const Neighbor& b) {
   return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
 }
@@ -123,12 +146,7 @@ Bytes EncodeTopK(uint64_t k, std::span<const Neighbor> neighbors) {
   Builder b(16 + v.size() * 24);
   b.Put<uint64_t>(k);
   b.Put<uint64_t>(v.size());
-  for (const Neighbor& nb : v) {
-    b.Put<float>(nb.distance);
-    b.Put<uint32_t>(0);
-    b.Put<uint64_t>(nb.id);
-    b.Put<int64_t>(nb.label);
-  }
+  PutNeighbors(&b, v);
   return b.Take();
 }
 
@@ -142,21 +160,15 @@ Result<TopK> DecodeTopK(const Bytes& payload) {
                             std::to_string(n) + " of k=" + std::to_string(out.k) + " neighbours");
   }
   out.neighbors.resize(n);
-  for (Neighbor& nb : out.neighbors) {
-    uint32_t pad = 0;
-    c.Get(&nb.distance);
-    c.Get(&pad);
-    c.Get(&nb.id);
-    c.Get(&nb.label);
-    if (std::isnan(nb.distance)) return Status::DataLoss("topk_merge: NaN distance");
-  }
+  GEOMX_RETURN_IF_ERROR(GetNeighbors(&c, "topk_merge", &out.neighbors));
   std::sort(out.neighbors.begin(), out.neighbors.end(), NeighborLess);
   return out;
 }
 
 std::vector<Neighbor> MergeTopKRows(uint64_t k, uint64_t queries, std::span<const std::span<const Neighbor>> parts) {
   auto less = [](const Neighbor& a, const Neighbor& b) {
-    const float da = std::isnan(a.distance) ? INFINITY : a.distance, db = std::isnan(b.distance) ? INFINITY : b.distance;
+    const float da = std::isnan(a.distance) ? INFINITY : a.distance;
+    const float db = std::isnan(b.distance) ? INFINITY : b.distance;
     return da != db ? da < db : a.id < b.id;
   };
   std::vector<Neighbor> out(k * queries, Neighbor{INFINITY, kNoNeighbor, -1});
@@ -177,16 +189,14 @@ Result<Bytes> EncodeTopKRows(uint64_t k, uint64_t queries, std::span<const Neigh
                                    std::to_string(queries) + " queries of k=" + std::to_string(k));
   }
   const std::span<const Neighbor> one[] = {entries};
-  const std::vector<Neighbor> sorted = MergeTopKRows(k, queries, one);
+  std::vector<Neighbor> sorted = MergeTopKRows(k, queries, one);
+  for (Neighbor& nb : sorted) {
+    if (std::isnan(nb.distance)) nb.distance = INFINITY;  // ordered as +inf; written as such
+  }
   Builder b(16 + sorted.size() * 24);
   b.Put<uint64_t>(k);
   b.Put<uint64_t>(queries);
-  for (const Neighbor& nb : sorted) {
-    b.Put<float>(std::isnan(nb.distance) ? INFINITY : nb.distance);
-    b.Put<uint32_t>(0);
-    b.Put<uint64_t>(nb.id);
-    b.Put<int64_t>(nb.label);
-  }
+  PutNeighbors(&b, sorted);
   return b.Take();
 }
 
@@ -201,14 +211,7 @@ Result<TopKRows> DecodeTopKRows(const Bytes& payload) {
                             std::to_string(out.queries) + " queries of k=" + std::to_string(out.k));
   }
   out.entries.resize(out.k * out.queries);
-  for (Neighbor& nb : out.entries) {
-    uint32_t pad = 0;
-    c.Get(&nb.distance);
-    c.Get(&pad);
-    c.Get(&nb.id);
-    c.Get(&nb.label);
-    if (std::isnan(nb.distance)) return Status::DataLoss("topk_rows: NaN distance");
-  }
+  GEOMX_RETURN_IF_ERROR(GetNeighbors(&c, "topk_rows", &out.entries));
   return out;
 }
 
