@@ -21,7 +21,12 @@ Result<algorithms::EstimatorOutcome> RunEstimatorWorker(const ClusterConfig& con
   } else if (config.links.local.compressed || config.links.global.compressed) {
     sums = algorithms::SumCompression::kFp16;
   }
-  algorithms::PsCollective collective(ps.get(), sums, wan.bsc.ratio);
+  const int dc = session->dc_index();
+  const algorithms::Placement placement{.centre = dc,
+                                        .centres = static_cast<int>(config.topology.datacentres.size()),
+                                        .centre_rank = rank,
+                                        .centre_size = config.topology.datacentres[static_cast<size_t>(dc)].workers};
+  algorithms::PsCollective collective(ps.get(), sums, wan.bsc.ratio, placement);
   Result<algorithms::EstimatorOutcome> outcome =
       algorithms::RunEstimatorJob(job, std::move(prepared), observer, interrupted, &collective);
   // Finish even after a failure, so the tier is told this worker is gone (its peers then fail fast, not hang).

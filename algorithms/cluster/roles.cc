@@ -143,7 +143,8 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
       GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeGlobalServer(sync::ServerArgs{
                                                 &served.sync_job, served.layout, c.links.global, env.observer}));
     }
-    if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision)) {
+    if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision) ||
+        job.schema.Has(ps::KeyRole::kLocal)) {
       GEOMX_ASSIGN_OR_RETURN(served.aux, ps::AuxGlobalServer::Create(
                                              job, served.layout, static_cast<int>(c.topology.datacentres.size())));
     }
@@ -194,7 +195,8 @@ Status RunLocalServer(const ClusterConfig& c, const std::string& party, int rank
     args.upper = upper_link.get();
     GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeLocalServer(args));
   }
-  if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision)) {
+  if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision) ||
+      job.schema.Has(ps::KeyRole::kLocal)) {
     GEOMX_ASSIGN_OR_RETURN(served.aux, ps::AuxLocalServer::Create(job.schema, local_layout, dc.workers,
                                                                   upper_aux.get()));
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <numeric>
 
 #include "algorithms/estimators/ps_collective.h"
 #include "algorithms/ps/global_rule.h"
@@ -27,15 +28,32 @@ Status Collective::AllReduceSumCompressible(const std::string& key, std::span<fl
   return AllReduceSum(key, data);
 }
 
+Placement Collective::placement() const {
+  return Placement{.centre = 0, .centres = 1, .centre_rank = rank(), .centre_size = world()};
+}
+
+Status Collective::DataCentreSum(const std::string& key, std::span<float> data) { return AllReduceSum(key, data); }
+
+Result<std::vector<float>> Collective::DataCentreGather(const std::string& key, std::span<const float> mine) {
+  return AllGather(key, mine);
+}
+
 // A generation-counted rendezvous: every member deposits its contribution, the last one combines, all read.
 struct ThreadCollectiveGroup::Shared {
-  explicit Shared(int w)
-      : world(w),
-        parts(static_cast<size_t>(w)),
-        neighbor_parts(static_cast<size_t>(w)),
-        row_parts(static_cast<size_t>(w)),
-        row_grads(static_cast<size_t>(w)) {}
+  explicit Shared(std::vector<int> sizes)
+      : world(std::accumulate(sizes.begin(), sizes.end(), 0)),
+        centre_sizes(std::move(sizes)),
+        parts(static_cast<size_t>(world)),
+        neighbor_parts(static_cast<size_t>(world)),
+        row_parts(static_cast<size_t>(world)),
+        row_grads(static_cast<size_t>(world)) {
+    for (size_t c = 0; c < centre_sizes.size(); ++c) {
+      for (int i = 0; i < centre_sizes[c]; ++i) centre_of.push_back(static_cast<int>(c));
+    }
+  }
   const int world;
+  const std::vector<int> centre_sizes;
+  std::vector<int> centre_of;  // by rank
   std::mutex mu;
   std::condition_variable cv;
   int arrived = 0;
@@ -44,6 +62,7 @@ struct ThreadCollectiveGroup::Shared {
   // Dense steps.
   std::vector<std::vector<float>> parts;
   std::vector<float> result;
+  std::vector<std::vector<float>> centre_results;  // DataCentreSum: one sum per data centre
   // Row-table steps: each member's rows and gradients, the round's answer, and the tables with their rules.
   struct Table {
     RowTableSpec spec;
@@ -153,6 +172,47 @@ class ThreadCollectiveGroup::Member final : public Collective {
     std::memcpy(data.data(), sum.data(), data.size_bytes());
     return Status::Ok();
   }
+  Placement placement() const override {
+    const Shared& s = *shared_;
+    const int c = s.centre_of[static_cast<size_t>(rank_)];
+    const int first = std::accumulate(s.centre_sizes.begin(), s.centre_sizes.begin() + c, 0);
+    return Placement{.centre = c,
+                     .centres = static_cast<int>(s.centre_sizes.size()),
+                     .centre_rank = rank_ - first,
+                     .centre_size = s.centre_sizes[static_cast<size_t>(c)]};
+  }
+  Status DataCentreSum(const std::string&, std::span<float> data) override {
+    Shared& s = *shared_;
+    const size_t mine = static_cast<size_t>(s.centre_of[static_cast<size_t>(rank_)]);
+    std::vector<float> sum = s.Step(
+        [&] { s.parts[static_cast<size_t>(rank_)].assign(data.begin(), data.end()); },
+        [&] {
+          s.centre_results.assign(s.centre_sizes.size(), {});
+          for (size_t r = 0; r < s.parts.size(); ++r) {
+            std::vector<float>& out = s.centre_results[static_cast<size_t>(s.centre_of[r])];
+            const std::vector<float>& p = s.parts[r];
+            if (out.empty()) out.assign(p.size(), 0.0f);
+            GEOMX_CHECK_EQ(p.size(), out.size()) << "DataCentreSum sizes differ within a data centre";
+            for (size_t i = 0; i < p.size(); ++i) out[i] += p[i];
+          }
+        },
+        [&] { return s.centre_results[mine]; });
+    std::memcpy(data.data(), sum.data(), data.size_bytes());
+    return Status::Ok();
+  }
+  Result<std::vector<float>> DataCentreGather(const std::string&, std::span<const float> mine) override {
+    Shared& s = *shared_;
+    const size_t centre = static_cast<size_t>(s.centre_of[static_cast<size_t>(rank_)]);
+    return s.Step([&] { s.parts[static_cast<size_t>(rank_)].assign(mine.begin(), mine.end()); },
+                  [&] {
+                    s.centre_results.assign(s.centre_sizes.size(), {});
+                    for (size_t r = 0; r < s.parts.size(); ++r) {
+                      std::vector<float>& out = s.centre_results[static_cast<size_t>(s.centre_of[r])];
+                      out.insert(out.end(), s.parts[r].begin(), s.parts[r].end());
+                    }
+                  },
+                  [&] { return s.centre_results[centre]; });
+  }
   Result<std::vector<float>> AllGather(const std::string&, std::span<const float> mine) override {
     Shared& s = *shared_;
     return s.Step([&] { s.parts[static_cast<size_t>(rank_)].assign(mine.begin(), mine.end()); },
@@ -197,9 +257,13 @@ class ThreadCollectiveGroup::Member final : public Collective {
   int rank_;
 };
 
-ThreadCollectiveGroup::ThreadCollectiveGroup(int world) : shared_(std::make_shared<Shared>(world)) {
-  GEOMX_CHECK_GE(world, 1);
-  for (int r = 0; r < world; ++r) members_.push_back(std::make_unique<Member>(shared_, r));
+ThreadCollectiveGroup::ThreadCollectiveGroup(int world) : ThreadCollectiveGroup(std::vector<int>{world}) {}
+
+ThreadCollectiveGroup::ThreadCollectiveGroup(std::vector<int> centre_sizes) {
+  GEOMX_CHECK(!centre_sizes.empty());
+  for (int n : centre_sizes) GEOMX_CHECK_GE(n, 1);
+  shared_ = std::make_shared<Shared>(std::move(centre_sizes));
+  for (int r = 0; r < shared_->world; ++r) members_.push_back(std::make_unique<Member>(shared_, r));
 }
 ThreadCollectiveGroup::~ThreadCollectiveGroup() = default;
 

@@ -39,11 +39,29 @@ struct RowUpdate {
   std::vector<float> values;  // rows.size() x width
 };
 
+// Where a worker sits in the hierarchy: its data centre and its place among that centre's workers. Ranks are
+// numbered data centre by data centre.
+struct Placement {
+  int centre = 0;       // 0 .. centres-1
+  int centres = 1;      // data centres in the job
+  int centre_rank = 0;  // 0 .. centre_size-1 within its data centre
+  int centre_size = 1;  // workers in its data centre
+};
+
 class Collective {
  public:
   virtual ~Collective() = default;
   virtual int rank() const = 0;   // 0 .. world()-1; rank 0 is the worker that evaluates and writes the model
   virtual int world() const = 0;  // workers in the job
+  // Default: one data centre holding every worker.
+  virtual Placement placement() const;
+  // In place: data <- the element-wise sum over the workers of this worker's data centre only (its local server,
+  // over the LAN; nothing crosses the WAN). Every worker of the job makes the call (same key and size within a
+  // data centre). Default (one data centre): AllReduceSum.
+  virtual Status DataCentreSum(const std::string& key, std::span<float> data);
+  // AllGather over this worker's data centre only (answered by its local server): its workers' `mine` in rank
+  // order. Every worker of the job makes the call. Default (one data centre): AllGather.
+  virtual Result<std::vector<float>> DataCentreGather(const std::string& key, std::span<const float> mine);
   // In place: data <- the element-wise sum of every worker's `data` (all give the same size for the same key).
   virtual Status AllReduceSum(const std::string& key, std::span<float> data) = 0;
   // AllReduceSum of a vector whose first data.size() - exact_tail values tolerate the job's lossy compression
@@ -76,6 +94,8 @@ class Collective {
 class ThreadCollectiveGroup {
  public:
   explicit ThreadCollectiveGroup(int world);
+  // Workers in data centres of the given sizes (ranks numbered centre by centre), for DataCentreSum.
+  explicit ThreadCollectiveGroup(std::vector<int> centre_sizes);
   ~ThreadCollectiveGroup();
   Collective* Worker(int rank);
 

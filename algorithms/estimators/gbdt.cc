@@ -8,6 +8,7 @@
 
 #include "algorithms/estimators/estimator.h"
 #include "algorithms/estimators/trees/booster.h"
+#include "algorithms/estimators/trees/learner_params.h"
 
 namespace geomx::algorithms {
 namespace {
@@ -36,6 +37,7 @@ class GbdtEstimator final : public trees::BoosterEstimator {
     o.max_bin = static_cast<int>(p.Int("max_bins"));
     o.base_score_auto = true;
     o.early_stopping_rounds = p.Int("n_iter_no_change");
+    trees::SetTreeLearner(p, &o.grower);
     SetOptions(std::move(o));
   }
 
@@ -61,7 +63,8 @@ EstimatorDef MakeGbdtDef(bool regressor) {
       "a default direction.";
   def.distributed =
       "sketch summaries gathered once, then per split the gradient histograms of the smaller child summed over the "
-      "workers, and per tree the leaves' (g, h) sums";
+      "workers, and per tree the leaves' (g, h) sums; tree_learner voting sums them within each data centre and "
+      "only the voted features' across the WAN";
   def.params = {
       IntParam("max_iter", 100, 1, 100000, "boosting rounds (one tree per class per round for more than 2 classes)"),
       RangeParam("learning_rate", 0.1, 0, true, 1, false, "shrinks every tree's leaf values"),
@@ -78,6 +81,7 @@ EstimatorDef MakeGbdtDef(bool regressor) {
                   regressor ? std::vector<std::string>{"squared_error"} : std::vector<std::string>{"log_loss"},
                   "loss: log_loss (logistic for 2 classes, softmax otherwise) or squared_error"),
   };
+  for (ParamSpec& spec : trees::TreeLearnerParams()) def.params.push_back(std::move(spec));
   def.create = [regressor](const ParamValues& p) -> std::unique_ptr<Estimator> {
     return std::make_unique<GbdtEstimator>(p, regressor);
   };

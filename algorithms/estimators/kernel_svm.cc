@@ -7,14 +7,16 @@
 // dozen query rows against every support vector at once (each kernel value is shared by the K-1 machines of its
 // class), then the machines' decisions; classes vote as in LIBSVM (ties to the lower class id).
 //
-// Distributed form (cascade SVM, Graf et al. 2005, one level plus feedback): each worker trains on its shard, then
-// gathers every worker's support vectors (AllGather of [label, weight, features...] records), and every worker
-// retrains on that union, identical input giving the identical model everywhere. Feedback passes then gather the
-// rows that violate that model's optimality conditions and retrain, until there are none (the model is then optimal
-// for all the data), they are at most 1% of the union, or after three passes. Over the parameter-server hierarchy
-// each gather is a concatenation at the local server (its data centre's rows) and then at the global server; the
-// retraining runs on every worker (a hierarchical cascade would also retrain at the local servers, which the
-// Collective interface does not offer).
+// Distributed form (cascade SVM, Graf et al. 2005, with the hierarchy's levels plus feedback): each worker trains
+// on its shard; with more than one data centre, the data centre's support vectors are gathered at its local server
+// (Collective::DataCentreGather of [label, weight, features...] records, LAN) and retrained on by the data centre's
+// workers (identical input, identical model), so only the data centre's retrained support vectors cross the WAN;
+// then the union of what every data centre (or, with one, every worker) sends is gathered (AllGather: concatenated
+// at the local and then at the global server) and every worker retrains on it, identical input giving the identical
+// model everywhere. Feedback passes then gather the rows that violate that model's optimality conditions and
+// retrain, until there are none (the model is then optimal for all the data), they are at most 1% of the union, or
+// after three passes. The retraining of each level runs on the workers beneath that level's server: the server
+// processes only concatenate (they hold no solver).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -299,9 +301,11 @@ Status ResolveGamma(const data::Table& train, Collective* collective, SvmConfig*
 // [cols, count, num_classes, failure] header per worker) gathered into one dense table, identical on every worker.
 // `failure` is this worker's problem (OK, or why it has nothing to send); any worker's is every worker's error, so
 // that all of them stop after the same collective calls.
+// With `centre`, the gather covers this worker's data centre only (Collective::DataCentreGather), and `counts`
+// (when set) receives each record's row count, in rank order.
 Result<data::Table> GatherRows(const data::Table& train, const std::vector<int64_t>& sv_rows, bool regression,
                                const Status& failure, const std::string& key, bool allow_empty,
-                               Collective* collective) {
+                               Collective* collective, bool centre = false, std::vector<int64_t>* counts = nullptr) {
   const std::string who = regression ? "svr" : "svm";
   const int64_t d = train.cols;
   std::vector<float> mine = {static_cast<float>(d), static_cast<float>(sv_rows.size()),
@@ -315,14 +319,17 @@ Result<data::Table> GatherRows(const data::Table& train, const std::vector<int64
     train.CopyRow(r, row.data());
     mine.insert(mine.end(), row.begin(), row.end());
   }
-  GEOMX_ASSIGN_OR_RETURN(std::vector<float> all, collective->AllGather(key, mine));
+  GEOMX_ASSIGN_OR_RETURN(std::vector<float> all,
+                         centre ? collective->DataCentreGather(key, mine) : collective->AllGather(key, mine));
+  const int records = centre ? collective->placement().centre_size : collective->world();
+  if (counts != nullptr) counts->clear();
   data::Table out;
   out.cols = d;
   out.source = train.source;
   out.class_names = train.class_names;
   bool weighted = false;
   size_t pos = 0;
-  for (int w = 0; w < collective->world(); ++w) {
+  for (int w = 0; w < records; ++w) {
     if (pos + 4 > all.size()) return Status::DataLoss(who + ": truncated support-vector gather");
     const int64_t cols = static_cast<int64_t>(all[pos]), count = static_cast<int64_t>(all[pos + 1]);
     out.num_classes = std::max(out.num_classes, static_cast<int>(all[pos + 2]));
@@ -341,6 +348,7 @@ Result<data::Table> GatherRows(const data::Table& train, const std::vector<int64
     if (count < 0 || pos + static_cast<size_t>(count * (d + 2)) > all.size()) {
       return Status::DataLoss(who + ": truncated support-vector gather");
     }
+    if (counts != nullptr) counts->push_back(count);
     for (int64_t k = 0; k < count; ++k) {
       if (regression) {
         out.targets.push_back(all[pos]);
@@ -579,9 +587,18 @@ class KernelSvm : public Estimator {
       }
     }
     if (!local.ok()) send.clear();
+    // The rows of this shard the union holds: they are not sent again as violators.
+    std::vector<int64_t> in_union = send;
+    const data::Table* from = &train;
+    data::Table centre_rows;
+    if (context.collective->placement().centres > 1) {
+      GEOMX_RETURN_IF_ERROR(CentreLevel(train, context, &send, &local, &in_union, &centre_rows));
+      from = &centre_rows;
+    }
     GEOMX_ASSIGN_OR_RETURN(data::Table merged,
-                           GatherRows(train, send, regression_, local, "svm/cascade", false, context.collective));
+                           GatherRows(*from, send, regression_, local, "svm/cascade", false, context.collective));
     std::vector<char> sent(static_cast<size_t>(train.rows), 0);
+    send = std::move(in_union);
     for (int pass = 0;; ++pass) {
       for (int64_t r : send) sent[r] = 1;
       std::vector<int64_t> sv_rows;
@@ -604,6 +621,42 @@ class KernelSvm : public Estimator {
       }
       AppendRows(extra, &merged);
     }
+  }
+
+  // The cascade's data-centre level (more than one data centre): the workers' local support vectors are gathered
+  // at their local server (LAN), every worker of the data centre retrains on that union (the same input, so the
+  // same model everywhere in it; a data centre of one worker keeps its rows), and only the retrained support
+  // vectors go on to the global gather, sent by the data centre's first worker. On return `send` indexes
+  // `centre_rows`, `local` is the data centre's outcome, and `in_union` lists this shard's rows that survived.
+  Status CentreLevel(const data::Table& train, const FitContext& context, std::vector<int64_t>* send, Status* local,
+                     std::vector<int64_t>* in_union, data::Table* centre_rows) {
+    Collective* c = context.collective;
+    const Placement where = c->placement();
+    std::vector<int64_t> counts;
+    GEOMX_ASSIGN_OR_RETURN(*centre_rows, GatherRows(train, *send, regression_, *local, "svm/cascade_centre", true, c,
+                                                    /*centre=*/true, &counts));
+    std::vector<int64_t> kept;
+    *local = Status::Ok();
+    if (where.centre_size > 1 && centre_rows->rows > 0 && (regression_ || CountClasses(*centre_rows) >= 2)) {
+      Result<KernelModel> model = TrainLocal(*centre_rows, config_, regression_, context, &kept);
+      if (!model.ok()) *local = model.status();
+    } else {
+      for (int64_t r = 0; r < centre_rows->rows; ++r) {
+        if (centre_rows->weight(r) > 0) kept.push_back(r);
+      }
+    }
+    // This worker's records are rows [offset, offset + counts[rank]) of the data centre's union.
+    int64_t offset = 0;
+    for (int w = 0; w < where.centre_rank; ++w) offset += counts[static_cast<size_t>(w)];
+    const int64_t mine = counts[static_cast<size_t>(where.centre_rank)];
+    std::vector<int64_t> survived;
+    for (int64_t r : kept) {
+      if (r >= offset && r < offset + mine) survived.push_back((*send)[static_cast<size_t>(r - offset)]);
+    }
+    *in_union = std::move(survived);
+    if (where.centre_rank != 0 || !local->ok()) kept.clear();
+    *send = std::move(kept);
+    return Status::Ok();
   }
 
   SvmConfig config_;
@@ -641,8 +694,9 @@ EstimatorDef MakeSvmDef() {
       "C-SVC with a kernel, solved by SMO with second-order working-set selection, shrinking and an LRU kernel "
       "cache (LIBSVM's method); several classes by one-vs-one with voting.";
   def.distributed =
-      "cascade SVM: each worker trains on its shard and pushes its support vectors (rows + labels; concat at the "
-      "local then the global server); every worker retrains on the union, then up to 3 feedback passes push the "
+      "cascade SVM: each worker trains on its shard and pushes its support vectors (rows + labels); each data "
+      "centre retrains on its workers' union (local server concat, LAN) and sends only its support vectors over the "
+      "WAN (global server concat); every worker retrains on the union, then up to 3 feedback passes push the "
       "rows that violate the union model's KKT conditions";
   def.params = CommonParams();
   def.create = [](const ParamValues& v) -> std::unique_ptr<Estimator> { return std::make_unique<KernelSvm>(v, false); };
@@ -656,8 +710,9 @@ EstimatorDef MakeSvrDef() {
   def.task = data::TableTask::kRegression;
   def.help = "epsilon-SVR with a kernel, solved by the same SMO solver as svm (LIBSVM -s 3).";
   def.distributed =
-      "cascade SVR: each worker trains on its shard and pushes its support vectors (rows + targets; concat at the "
-      "local then the global server); every worker retrains on the union, then up to 3 feedback passes push the "
+      "cascade SVR: each worker trains on its shard and pushes its support vectors (rows + targets); each data "
+      "centre retrains on its workers' union (local server concat, LAN) and sends only its support vectors over the "
+      "WAN (global server concat); every worker retrains on the union, then up to 3 feedback passes push the "
       "rows outside the union model's tube";
   def.params = CommonParams();
   def.params.push_back(NonNegativeParam("epsilon", 0.1, "half-width of the insensitive tube"));

@@ -14,6 +14,8 @@ constexpr uint64_t kGatherKey = kFirstSumKey + PsCollective::kSumClasses;
 constexpr uint64_t kHalfSumKey = kGatherKey + 1;
 constexpr uint64_t kTopKSumKey = kHalfSumKey + 1;
 constexpr uint64_t kNeighborsKey = kTopKSumKey + 1;
+constexpr uint64_t kFirstLocalSumKey = kNeighborsKey + 1;
+constexpr uint64_t kLocalGatherKey = kFirstLocalSumKey + PsCollective::kSumClasses;
 
 constexpr uint64_t ClassElems(int c) { return uint64_t{256} << (2 * c); }
 
@@ -36,7 +38,16 @@ ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables) {
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
   keys.push_back({.key = kNeighborsKey, .name = "neighbors", .elems = 1, .reducer = "topk_rows",
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
-  uint64_t next = kNeighborsKey + 1;
+  for (int c = 0; c < PsCollective::kSumClasses; ++c) {
+    keys.push_back({.key = kFirstLocalSumKey + static_cast<uint64_t>(c),
+                    .name = "local_sum" + std::to_string(ClassElems(c)),
+                    .elems = ClassElems(c),
+                    .role = ps::KeyRole::kLocal,
+                    .init = ps::KeyInit::kNone});
+  }
+  keys.push_back({.key = kLocalGatherKey, .name = "local_gather", .elems = 1, .reducer = "concat",
+                  .role = ps::KeyRole::kLocal, .init = ps::KeyInit::kNone});
+  uint64_t next = kLocalGatherKey + 1;
   for (const RowTableSpec& t : tables) {
     keys.push_back({.key = next++,
                     .name = t.name,
@@ -66,8 +77,10 @@ Result<ps::JobDescription> EstimatorJobDescription(const std::vector<RowTableSpe
   return job;
 }
 
-PsCollective::PsCollective(ps::PsContext* ps, SumCompression compression, float ratio)
-    : ps_(ps), compression_(compression), ratio_(ratio) {}
+PsCollective::PsCollective(ps::PsContext* ps, SumCompression compression, float ratio, Placement placement)
+    : ps_(ps), compression_(compression), ratio_(ratio), placement_(placement) {
+  if (placement_.centres == 1) placement_ = Collective::placement();
+}
 
 Status PsCollective::TopKSum(const std::string& key, std::span<float> data, size_t exact_tail) {
   const size_t lossy = data.size() - exact_tail;
@@ -129,6 +142,15 @@ Status PsCollective::AllReduceSumCompressible(const std::string& key, std::span<
 }
 
 Status PsCollective::AllReduceSum(const std::string& key, std::span<float> data) {
+  return ClassSum(kFirstSumKey, &sum_rounds_, key, data);
+}
+
+Status PsCollective::DataCentreSum(const std::string& key, std::span<float> data) {
+  return ClassSum(kFirstLocalSumKey, &local_sum_rounds_, key, data);
+}
+
+Status PsCollective::ClassSum(uint64_t first_key, std::array<int64_t, kSumClasses>* rounds, const std::string& key,
+                              std::span<float> data) {
   constexpr uint64_t kLargest = ClassElems(kSumClasses - 1);
   std::vector<float> buffer, sum;
   for (size_t begin = 0; begin < data.size(); begin += kLargest) {
@@ -139,7 +161,7 @@ Status PsCollective::AllReduceSum(const std::string& key, std::span<float> data)
     std::copy(data.begin() + static_cast<std::ptrdiff_t>(begin),
               data.begin() + static_cast<std::ptrdiff_t>(begin + n), buffer.begin());
     sum.resize(buffer.size());
-    Status s = ps_->PushPull(kFirstSumKey + static_cast<uint64_t>(c), buffer, sum, sum_rounds_[c]++);
+    Status s = ps_->PushPull(first_key + static_cast<uint64_t>(c), buffer, sum, (*rounds)[static_cast<size_t>(c)]++);
     if (!s.ok()) return s.WithContext("sum '" + key + "'");
     std::copy(sum.begin(), sum.begin() + static_cast<std::ptrdiff_t>(n),
               data.begin() + static_cast<std::ptrdiff_t>(begin));
@@ -148,13 +170,22 @@ Status PsCollective::AllReduceSum(const std::string& key, std::span<float> data)
 }
 
 Result<std::vector<float>> PsCollective::AllGather(const std::string& key, std::span<const float> mine) {
+  return Gather(kGatherKey, &gather_round_, world(), key, mine);
+}
+
+Result<std::vector<float>> PsCollective::DataCentreGather(const std::string& key, std::span<const float> mine) {
+  return Gather(kLocalGatherKey, &local_gather_round_, placement_.centre_size, key, mine);
+}
+
+Result<std::vector<float>> PsCollective::Gather(uint64_t wire_key, int64_t* round, int records_expected,
+                                                const std::string& key, std::span<const float> mine) {
   // One record per worker: [u32 rank][floats]; the reducers concatenate records, so order them by rank here.
   Bytes record(sizeof(uint32_t) + mine.size_bytes());
   const uint32_t r = static_cast<uint32_t>(rank());
   std::memcpy(record.mutable_data(), &r, sizeof(r));
   if (!mine.empty()) std::memcpy(record.mutable_data() + sizeof(r), mine.data(), mine.size_bytes());
   const Bytes payload = comm::EncodeRecords(std::span<const Bytes>(&record, 1));
-  auto answer = ps_->PushPullPayload(kGatherKey, payload, gather_round_++);
+  auto answer = ps_->PushPullPayload(wire_key, payload, (*round)++);
   if (!answer.ok()) return answer.status().WithContext("gather '" + key + "'");
   GEOMX_ASSIGN_OR_RETURN(std::vector<Bytes> records, comm::DecodeRecords(*answer));
   std::vector<std::pair<uint32_t, const Bytes*>> by_rank;
@@ -167,9 +198,9 @@ Result<std::vector<float>> PsCollective::AllGather(const std::string& key, std::
     by_rank.emplace_back(from, &rec);
   }
   std::sort(by_rank.begin(), by_rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (by_rank.size() != static_cast<size_t>(world())) {
+  if (by_rank.size() != static_cast<size_t>(records_expected)) {
     return Status::DataLoss("gather '" + key + "': " + std::to_string(by_rank.size()) + " records for " +
-                            std::to_string(world()) + " workers");
+                            std::to_string(records_expected) + " workers");
   }
   std::vector<float> all;
   for (const auto& [from, rec] : by_rank) {

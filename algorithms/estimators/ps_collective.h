@@ -8,6 +8,7 @@
 // zeros, so at most 4x its size on the wire and never less than 1 KiB), longer sums in chunks of the largest.
 // Compressible sums (AllReduceSumCompressible) with SumCompression::kFp16 travel on one more key, reducer half_sum
 // (comm/handlers/payloads.h): any length, no padding, 2 bytes per lossy value, summed and re-encoded at each tier.
+// DataCentreSum has the same size classes on keys of role local: the local server answers them (LAN only).
 // Every worker makes the same calls in the same order (collective.h), so the rounds of each key agree.
 #pragma once
 
@@ -24,8 +25,8 @@
 
 namespace geomx::algorithms {
 
-// The keys of an estimator job: the sum classes, the gather key, one row-sparse key per row table (in the order
-// given) and the barrier.
+// The keys of an estimator job: the sum classes, the gather, fp16, top-k and neighbour keys, the local sum classes
+// and local gather key, one row-sparse key per row table (in the order given) and the barrier.
 ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables = {});
 // The job description of an estimator job: that schema, and the tables' rule and hyper-parameters.
 // kInvalidArgument for tables that name different rules (a job has one rule) or an empty table.
@@ -39,10 +40,17 @@ class PsCollective final : public Collective {
  public:
   // Borrows `ps` (a context over EstimatorJobSchema()); it must outlive this.
   // `ratio`: kTopK's kept fraction of each compressible sum's lossy part, (0, 1].
-  explicit PsCollective(ps::PsContext* ps, SumCompression compression = SumCompression::kNone, float ratio = 0.01f);
+  // `placement`: this worker's data centre (the default, one data centre, makes DataCentreSum a job-wide sum).
+  explicit PsCollective(ps::PsContext* ps, SumCompression compression = SumCompression::kNone, float ratio = 0.01f,
+                        Placement placement = {});
   int rank() const override { return ps_->worker_index(); }
   int world() const override { return ps_->num_workers(); }
+  Placement placement() const override { return placement_; }
   Status AllReduceSum(const std::string& key, std::span<float> data) override;
+  // On the local sum keys (role local): the local server answers, nothing goes up.
+  Status DataCentreSum(const std::string& key, std::span<float> data) override;
+  // On the local gather key (role local, reducer concat).
+  Result<std::vector<float>> DataCentreGather(const std::string& key, std::span<const float> mine) override;
   Status AllReduceSumCompressible(const std::string& key, std::span<float> data, size_t exact_tail) override;
   Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override;
   Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
@@ -55,14 +63,23 @@ class PsCollective final : public Collective {
  private:
   ps::PsContext* ps_;
   Status TopKSum(const std::string& key, std::span<float> data, size_t exact_tail);
+  // A gather on `wire_key` of `records_expected` workers' records.
+  Result<std::vector<float>> Gather(uint64_t wire_key, int64_t* round, int records_expected, const std::string& key,
+                                    std::span<const float> mine);
+  // A sum on the size-class keys first_key .. first_key + kSumClasses - 1.
+  Status ClassSum(uint64_t first_key, std::array<int64_t, kSumClasses>* rounds, const std::string& key,
+                  std::span<float> data);
 
   const SumCompression compression_;
   const float ratio_;
   std::map<std::string, std::vector<float>> residuals_;  // kTopK error feedback, by the sum's name
   int64_t topk_round_ = 0;
   int64_t neighbor_round_ = 0;
+  Placement placement_;
   std::array<int64_t, kSumClasses> sum_rounds_{};
+  std::array<int64_t, kSumClasses> local_sum_rounds_{};
   int64_t gather_round_ = 0;
+  int64_t local_gather_round_ = 0;
   int64_t half_round_ = 0;
   std::map<uint64_t, int64_t> row_rounds_;  // by row-table key
 };

@@ -27,20 +27,24 @@ std::string CodecOf(const std::string& reducer) {
   return r.ok() ? std::string((*r)->codec()) : std::string();
 }
 
-// The reducers of the keys an aux server aggregates (aggregate keys and row-sparse pushes).
-std::set<std::string> AggregatedReducers(const KeySchema& schema) {
+// The reducers of the keys an aux server aggregates (aggregate keys and row-sparse pushes; with `local`, the keys
+// a local server answers itself).
+std::set<std::string> AggregatedReducers(const KeySchema& schema, bool local = false) {
   std::set<std::string> out;
   for (const KeyDef& k : schema.keys()) {
-    if (k.role == KeyRole::kAggregate || k.layout == KeyLayoutKind::kRowSparse) out.insert(k.reducer);
+    if (local ? k.role == KeyRole::kLocal : k.role == KeyRole::kAggregate || k.layout == KeyLayoutKind::kRowSparse) {
+      out.insert(k.reducer);
+    }
   }
   return out;
 }
 
-// How an aux request is served.
-enum class Route { kAggregator, kBoard, kRefuse };
+// How an aux request is served. kLocal: by the local server's own aggregators (refused at the global tier).
+enum class Route { kAggregator, kBoard, kLocal, kRefuse };
 
 Route RouteOf(const KeyDef& k, comm::Command command, int64_t round) {
   const bool pull = command == comm::Command::kPull;
+  if (k.role == KeyRole::kLocal) return pull || round == comm::kInitRound ? Route::kRefuse : Route::kLocal;
   if (k.role == KeyRole::kDecision) return pull || round == comm::kInitRound ? Route::kBoard : Route::kRefuse;
   if (k.layout == KeyLayoutKind::kRowSparse) {
     return pull || round == comm::kInitRound ? Route::kBoard : Route::kAggregator;
@@ -204,6 +208,9 @@ void AuxGlobalServer::Handle(const comm::KvRequest& req, comm::KvServer& server)
     case Route::kAggregator: return aggregators_.at(first->reducer)->Handle(req, server);
     case Route::kBoard:
       return req.meta.command == comm::Command::kPull ? HandlePull(req, server) : HandleInit(req, server);
+    case Route::kLocal:
+      return server.Respond(req, {}, Status::InvalidArgument("key " + first->name +
+                                                             " is answered by the local servers, not sent upward"));
     case Route::kRefuse: break;
   }
   server.Respond(req, {}, Status::InvalidArgument("decision keys are written by the global server's rule only"));
@@ -448,6 +455,14 @@ Result<std::unique_ptr<AuxLocalServer>> AuxLocalServer::Create(const KeySchema& 
     GEOMX_ASSIGN_OR_RETURN(s->aggregators_[reducer],
                            comm::SyncAggregator::Create(layout, opts, s->sinks_[reducer].get()));
   }
+  // Local keys: the data centre's aggregate is the answer.
+  for (const std::string& reducer : AggregatedReducers(schema, /*local=*/true)) {
+    comm::SyncAggregatorOptions opts;
+    opts.expected_senders = senders;
+    opts.reducer = reducer;
+    GEOMX_ASSIGN_OR_RETURN(s->local_aggregators_[reducer],
+                           comm::SyncAggregator::Create(layout, opts, &s->identity_));
+  }
   return s;
 }
 
@@ -461,11 +476,12 @@ void AuxLocalServer::Handle(const comm::KvRequest& req, comm::KvServer& server) 
   for (uint64_t wk : req.meta.keys) {
     const KeyDef* d = DefOf(schema_, wk);
     if (d == nullptr || RouteOf(*d, req.meta.command, req.meta.round) != route ||
-        (route == Route::kAggregator && d->reducer != first->reducer)) {
+        ((route == Route::kAggregator || route == Route::kLocal) && d->reducer != first->reducer)) {
       return server.Respond(req, {}, Status::InvalidArgument("a request mixes keys served in different ways"));
     }
   }
   if (route == Route::kAggregator) return aggregators_.at(first->reducer)->Handle(req, server);
+  if (route == Route::kLocal) return local_aggregators_.at(first->reducer)->Handle(req, server);
   if (route == Route::kRefuse || req.meta.command != comm::Command::kPull) {
     return server.Respond(req, {}, Status::InvalidArgument("only the global server writes decisions and tables"));
   }

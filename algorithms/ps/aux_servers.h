@@ -7,6 +7,8 @@
 //                tables. Pulls of decisions and rows wait for their round.
 //   local tier   AuxLocalServer: one SyncAggregator per reducer (one push per worker) forwarding the aggregate up
 //                through a dense KvLink (ForwardSink); pulls of decisions and rows pass through to the global tier.
+//                Local keys (KeyRole::kLocal) have aggregators of their own whose aggregate is the answer: they
+//                stay in the data centre (the global tier refuses them).
 //
 // Payloads of these keys are never compressed: they travel in their reducer's codec (sum keys as dense f32).
 // A request addresses keys of one class (PsContext sends one key per request); KeyRouter refuses a mix.
@@ -106,6 +108,8 @@ class AuxLocalServer final : public comm::ServerHandler {
   comm::KvLink* const upper_;
   std::map<std::string, std::unique_ptr<comm::ForwardSink>> sinks_;            // by reducer
   std::map<std::string, std::unique_ptr<comm::SyncAggregator>> aggregators_;  // by reducer
+  comm::IdentitySink identity_;
+  std::map<std::string, std::unique_ptr<comm::SyncAggregator>> local_aggregators_;  // local keys, by reducer
 };
 
 }  // namespace geomx::ps

@@ -58,6 +58,7 @@ const char* KeyRoleName(KeyRole r) {
     case KeyRole::kParameter: return "parameter";
     case KeyRole::kAggregate: return "aggregate";
     case KeyRole::kDecision: return "decision";
+    case KeyRole::kLocal: return "local";
   }
   return "?";
 }
@@ -99,6 +100,9 @@ Status KeySchema::Validate() const {
     }
     if (k.role == KeyRole::kDecision && (k.reducer != "sum" || k.layout != KeyLayoutKind::kDense)) {
       return Status::InvalidArgument(at + "a decision key is a dense f32 value (reducer sum)");
+    }
+    if (k.role == KeyRole::kLocal && (k.layout != KeyLayoutKind::kDense || k.init != KeyInit::kNone)) {
+      return Status::InvalidArgument(at + "a local key is a dense aggregate without an initial value");
     }
     if (k.role == KeyRole::kParameter && (k.layout != KeyLayoutKind::kDense || k.reducer != "sum")) {
       return Status::InvalidArgument(at + "a parameter is a dense f32 sum key");
@@ -188,7 +192,7 @@ Result<KeySchema> KeySchema::Decode(std::string_view text) {
       return Status::DataLoss(at + "bad number");
     }
     if (!ParseDType(f[3], &k.dtype) || !ParseEnum(f[5], &k.layout, KeyLayoutKindName, 2) ||
-        !ParseEnum(f[7], &k.role, KeyRoleName, 3) || !ParseEnum(f[8], &k.init, KeyInitName, 3)) {
+        !ParseEnum(f[7], &k.role, KeyRoleName, 4) || !ParseEnum(f[8], &k.init, KeyInitName, 3)) {
       return Status::DataLoss(at + "bad dtype, layout, role or init");
     }
     keys.push_back(std::move(k));

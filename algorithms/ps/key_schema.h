@@ -14,8 +14,9 @@
 //              topk_merge, weighted_average
 //   layout     dense (one value) or row-sparse (a table of rows; pushes carry rows, pulls select rows)
 //   role       parameter (synchronised by the job's sync mode), aggregate (combined every round and answered
-//              as is, or through the job's global rule), or decision (written by the global server's rule,
-//              pulled by every worker)
+//              as is, or through the job's global rule), decision (written by the global server's rule,
+//              pulled by every worker), or local (combined over one data centre's workers and answered by its
+//              local server: it never crosses the WAN; the voting tree learner's data-centre histograms)
 //   init       where the first value comes from: the master worker's init push, zeros, or nothing
 //
 // Value type; thread-safe to share by const reference.
@@ -37,10 +38,10 @@ class Module;
 namespace geomx::ps {
 
 enum class KeyLayoutKind : uint8_t { kDense, kRowSparse };
-enum class KeyRole : uint8_t { kParameter, kAggregate, kDecision };
+enum class KeyRole : uint8_t { kParameter, kAggregate, kDecision, kLocal };
 enum class KeyInit : uint8_t { kFromMaster, kZeros, kNone };
 
-// "dense" | "row_sparse"; "parameter" | "aggregate" | "decision"; "master" | "zeros" | "none".
+// "dense" | "row_sparse"; "parameter" | "aggregate" | "decision" | "local"; "master" | "zeros" | "none".
 const char* KeyLayoutKindName(KeyLayoutKind k);
 const char* KeyRoleName(KeyRole r);
 const char* KeyInitName(KeyInit i);

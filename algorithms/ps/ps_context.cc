@@ -54,7 +54,8 @@ Status PsContext::PushPull(uint64_t key, std::span<const float> values, std::spa
 
 Result<Bytes> PsContext::PushPullPayload(uint64_t key, Bytes payload, int64_t round) {
   GEOMX_ASSIGN_OR_RETURN(const KeyDef* d, Def(key, "payload call"));
-  if (d->role != KeyRole::kAggregate || d->layout != KeyLayoutKind::kDense || d->reducer == "sum") {
+  if ((d->role != KeyRole::kAggregate && d->role != KeyRole::kLocal) || d->layout != KeyLayoutKind::kDense ||
+      d->reducer == "sum") {
     return Status::InvalidArgument("key " + d->name + " takes no codec payloads (use Push/PushPull/PushRows)");
   }
   comm::RawRequest req;

@@ -8,6 +8,7 @@
 //                               payloads.h) in, the job-wide result (or the rule's answer) out
 //   PushRows / PullRows         row-sparse keys: row deltas in (the table adds them), selected rows out
 //   PullDecision                decision keys: what the global server's rule published for the round
+//   (keys of role local: the same calls, answered by the local servers over the worker's data centre only)
 //   Barrier                     every worker of every data centre has reached the same barrier
 //
 // Parameter keys go through the tier's link (its compression and send path, comm/kv_link.h); other keys travel

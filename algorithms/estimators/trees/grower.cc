@@ -40,7 +40,9 @@ TreeGrower::TreeGrower(const BinMatrix* bins, const BinCuts* cuts, const GrowerO
       collective_(collective != nullptr && collective->world() > 1 ? collective : nullptr),
       threads_(std::max(1, threads)),
       layout_(*cuts),
-      builder_(&layout_, threads_) {}
+      builder_(&layout_, threads_) {
+  voting_ = collective_ != nullptr && options_.learner == TreeLearner::kVoting && collective_->placement().centres > 1;
+}
 
 Status TreeGrower::Sum(const std::string& key, std::vector<double>* values) {
   if (collective_ == nullptr) return Status::Ok();
@@ -51,15 +53,110 @@ Status TreeGrower::Sum(const std::string& key, std::vector<double>* values) {
   return Status::Ok();
 }
 
+Status TreeGrower::CentreSum(const std::string& key, std::vector<double>* values) {
+  std::vector<float> f(values->begin(), values->end());
+  GEOMX_RETURN_IF_ERROR(collective_->DataCentreSum(key, f));
+  std::copy(f.begin(), f.end(), values->begin());
+  return Status::Ok();
+}
+
+std::vector<int32_t> TreeGrower::NodeFeatures(int32_t id, uint64_t seed) const {
+  const Node& n = nodes_[static_cast<size_t>(id)];
+  std::vector<int32_t> features =
+      SampleFeatures(tree_features_, options_.colsample_bylevel, Rng(seed).Fork(kLevelStream + n.depth).NextU64());
+  return SampleFeatures(features, options_.colsample_bynode,
+                        Rng(seed).Fork(kNodeStream + static_cast<uint64_t>(id)).NextU64());
+}
+
 void TreeGrower::FindSplit(int32_t id, uint64_t seed) {
   Node& n = nodes_[static_cast<size_t>(id)];
   n.split = SplitCandidate{};
   if (!CanSplitAt(n.depth)) return;
-  std::vector<int32_t> features =
-      SampleFeatures(tree_features_, options_.colsample_bylevel, Rng(seed).Fork(kLevelStream + n.depth).NextU64());
-  features = SampleFeatures(features, options_.colsample_bynode,
-                            Rng(seed).Fork(kNodeStream + static_cast<uint64_t>(id)).NextU64());
-  n.split = FindBestSplit(n.hist.data(), layout_, *cuts_, features, n.g, n.h, options_.split);
+  n.split = FindBestSplit(n.hist.data(), layout_, *cuts_, NodeFeatures(id, seed), n.g, n.h, options_.split);
+}
+
+Status TreeGrower::VoteSplits(const std::vector<int32_t>& ids, uint64_t seed) {
+  const int64_t features = cuts_->features;
+  const size_t m = ids.size();
+  const bool leader = collective_->placement().centre_rank == 0;
+  const size_t top_k = static_cast<size_t>(std::max(1, options_.top_k));
+  // 1. Each data centre's top_k features per node, by the best gain on its own histogram; its leader votes.
+  std::vector<float> votes(m * static_cast<size_t>(features), 0.0f);
+  const int64_t count = static_cast<int64_t>(m);
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (count > 1)
+  for (int64_t j = 0; j < count; ++j) {
+    Node& n = nodes_[static_cast<size_t>(ids[static_cast<size_t>(j)])];
+    n.split = SplitCandidate{};
+    if (!CanSplitAt(n.depth)) continue;
+    double g = 0, h = 0;  // the data centre's totals
+    for (int s = 0; s < cuts_->Slots(0); ++s) {
+      g += n.centre_hist[static_cast<size_t>(2 * s)];
+      h += n.centre_hist[static_cast<size_t>(2 * s + 1)];
+    }
+    std::vector<std::pair<double, int32_t>> ranked;  // (gain, feature)
+    for (int32_t f : NodeFeatures(ids[static_cast<size_t>(j)], seed)) {
+      const SplitCandidate c = FindBestSplit(n.centre_hist.data(), layout_, *cuts_, {f}, g, h, options_.split);
+      if (c.valid()) ranked.emplace_back(c.gain, f);
+    }
+    const size_t keep = std::min(top_k, ranked.size());
+    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end(),
+                      [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first &&
+                                                                                      a.second < b.second); });
+    if (!leader) continue;
+    for (size_t i = 0; i < keep; ++i) votes[static_cast<size_t>(j * features + ranked[i].second)] = 1.0f;
+  }
+  // 2. The votes of every data centre; each node keeps its 2 x top_k most voted features.
+  GEOMX_RETURN_IF_ERROR(collective_->AllReduceSum("trees.votes", votes));
+  summed_floats_ += static_cast<int64_t>(votes.size());
+  std::vector<std::vector<int32_t>> chosen(m);
+  size_t slots = 0;
+  for (size_t j = 0; j < m; ++j) {
+    std::vector<int32_t>& c = chosen[j];
+    for (int64_t f = 0; f < features; ++f) {
+      if (votes[j * static_cast<size_t>(features) + static_cast<size_t>(f)] > 0) c.push_back(static_cast<int32_t>(f));
+    }
+    const float* v = votes.data() + j * static_cast<size_t>(features);
+    std::stable_sort(c.begin(), c.end(), [&](int32_t a, int32_t b) { return v[a] > v[b]; });
+    if (c.size() > 2 * top_k) c.resize(2 * top_k);
+    std::sort(c.begin(), c.end());
+    for (int32_t f : c) slots += static_cast<size_t>(2 * cuts_->Slots(f));
+  }
+  if (slots == 0) return Status::Ok();  // nobody voted: every node stays a leaf (all workers see the same votes)
+  // 3. The chosen features' histograms summed over the job: this worker's rows only, so the sum is exact.
+  std::vector<float> sums(slots);
+  size_t at = 0;
+  for (size_t j = 0; j < m; ++j) {
+    const std::vector<double>& own = nodes_[static_cast<size_t>(ids[j])].hist;
+    for (int32_t f : chosen[j]) {
+      const size_t begin = static_cast<size_t>(2 * layout_.Offset(f)), n = static_cast<size_t>(2 * cuts_->Slots(f));
+      std::copy(own.begin() + static_cast<std::ptrdiff_t>(begin),
+                own.begin() + static_cast<std::ptrdiff_t>(begin + n), sums.begin() + static_cast<std::ptrdiff_t>(at));
+      at += n;
+    }
+  }
+  GEOMX_RETURN_IF_ERROR(collective_->AllReduceSumCompressible("trees.hist", sums, 0));
+  summed_floats_ += static_cast<int64_t>(sums.size());
+  // 4. Each node's split: the best over its chosen features on the exact sums (and the exact totals).
+  std::vector<size_t> first(m + 1, 0);
+  for (size_t j = 0; j < m; ++j) {
+    first[j + 1] = first[j];
+    for (int32_t f : chosen[j]) first[j + 1] += static_cast<size_t>(2 * cuts_->Slots(f));
+  }
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (count > 1)
+  for (int64_t j = 0; j < count; ++j) {
+    const size_t jj = static_cast<size_t>(j);
+    Node& n = nodes_[static_cast<size_t>(ids[jj])];
+    if (chosen[jj].empty() || !CanSplitAt(n.depth)) continue;
+    std::vector<double> global(static_cast<size_t>(2 * layout_.Size()), 0.0);
+    size_t from = first[jj];
+    for (int32_t f : chosen[jj]) {
+      const size_t begin = static_cast<size_t>(2 * layout_.Offset(f)), k = static_cast<size_t>(2 * cuts_->Slots(f));
+      for (size_t i = 0; i < k; ++i) global[begin + i] = sums[from + i];
+      from += k;
+    }
+    n.split = FindBestSplit(global.data(), layout_, *cuts_, chosen[jj], n.g, n.h, options_.split);
+  }
+  return Status::Ok();
 }
 
 Status TreeGrower::Grow(const std::vector<GradPair>& gpair, uint64_t seed, Tree* tree,
@@ -80,15 +177,30 @@ Status TreeGrower::Grow(const std::vector<GradPair>& gpair, uint64_t seed, Tree*
   root.end = n;
   root.hist.resize(static_cast<size_t>(2 * layout_.Size()));
   builder_.Build(*bins_, gpair.data(), positions_, root.hist.data());
-  GEOMX_RETURN_IF_ERROR(Sum("trees.hist.root", &root.hist));
+  if (voting_) {
+    root.centre_hist = root.hist;
+    GEOMX_RETURN_IF_ERROR(CentreSum("trees.hist.root", &root.centre_hist));
+  } else {
+    GEOMX_RETURN_IF_ERROR(Sum("trees.hist.root", &root.hist));
+  }
   // The node totals: the sums over feature 0's slots (every feature's slots add up to the same totals).
   for (int s = 0; s < cuts_->Slots(0); ++s) {
     root.g += root.hist[static_cast<size_t>(2 * s)];
     root.h += root.hist[static_cast<size_t>(2 * s + 1)];
   }
+  if (voting_) {  // the job's totals from every worker's own
+    std::vector<double> totals = {root.g, root.h};
+    GEOMX_RETURN_IF_ERROR(Sum("trees.totals", &totals));
+    root.g = totals[0];
+    root.h = totals[1];
+  }
   nodes_.push_back(std::move(root));
   tree->nodes.emplace_back();
-  FindSplit(0, seed);
+  if (voting_) {
+    GEOMX_RETURN_IF_ERROR(VoteSplits({0}, seed));
+  } else {
+    FindSplit(0, seed);
+  }
 
   int32_t leaves = 1;
   auto room = [&] { return options_.max_leaves <= 0 || leaves < options_.max_leaves; };
@@ -102,7 +214,7 @@ Status TreeGrower::Grow(const std::vector<GradPair>& gpair, uint64_t seed, Tree*
           expand.push_back(id);
           ++leaves;
         } else {
-          node.hist = {};
+          DropHistograms(&node);
         }
       }
       frontier.clear();
@@ -118,7 +230,7 @@ Status TreeGrower::Grow(const std::vector<GradPair>& gpair, uint64_t seed, Tree*
     while (room()) {
       std::erase_if(open, [&](int32_t id) {
         if (nodes_[static_cast<size_t>(id)].split.valid()) return false;
-        nodes_[static_cast<size_t>(id)].hist = {};
+        DropHistograms(&nodes_[static_cast<size_t>(id)]);
         return true;
       });
       if (open.empty()) break;
@@ -128,7 +240,7 @@ Status TreeGrower::Grow(const std::vector<GradPair>& gpair, uint64_t seed, Tree*
       ++leaves;
       GEOMX_RETURN_IF_ERROR(Expand({id}, gpair, seed, &open));
     }
-    for (int32_t id : open) nodes_[static_cast<size_t>(id)].hist = {};
+    for (int32_t id : open) DropHistograms(&nodes_[static_cast<size_t>(id)]);
   }
 
   leaf_of_row->assign(static_cast<size_t>(n), 0);
@@ -199,7 +311,18 @@ Status TreeGrower::Expand(const std::vector<int32_t>& ids, const std::vector<Gra
                    std::span<const int32_t>(positions_.data() + s.begin, static_cast<size_t>(s.end - s.begin)),
                    s.hist.data());
   }
-  if (collective_ != nullptr) {  // one sum for the whole step
+  if (voting_) {  // the data centre's histograms of the built children, in one sum (LAN only)
+    std::vector<double> built(m * static_cast<size_t>(size));
+    for (size_t p = 0; p < m; ++p) {
+      const std::vector<double>& h = nodes_[static_cast<size_t>(small[p])].hist;
+      std::copy(h.begin(), h.end(), built.begin() + static_cast<int64_t>(p) * size);
+    }
+    GEOMX_RETURN_IF_ERROR(CentreSum("trees.hist", &built));
+    for (size_t p = 0; p < m; ++p) {
+      nodes_[static_cast<size_t>(small[p])].centre_hist.assign(
+          built.begin() + static_cast<int64_t>(p) * size, built.begin() + static_cast<int64_t>(p + 1) * size);
+    }
+  } else if (collective_ != nullptr) {  // one sum for the whole step
     std::vector<float> built(m * static_cast<size_t>(size));
     for (size_t p = 0; p < m; ++p) {
       const std::vector<double>& h = nodes_[static_cast<size_t>(small[p])].hist;
@@ -221,15 +344,23 @@ Status TreeGrower::Expand(const std::vector<int32_t>& ids, const std::vector<Gra
     Node& b = nodes_[static_cast<size_t>(big)];
     b.hist = std::move(parent.hist);
     SubtractHistogram(b.hist.data(), s.hist.data(), b.hist.data(), size);
-    parent.hist = {};
+    if (voting_) {
+      b.centre_hist = std::move(parent.centre_hist);
+      SubtractHistogram(b.centre_hist.data(), s.centre_hist.data(), b.centre_hist.data(), size);
+    }
+    DropHistograms(&parent);
   }
-  // The children's splits, one node per thread (each reads only its own histogram).
-  const int64_t count = static_cast<int64_t>(made.size());
+  if (voting_) {
+    GEOMX_RETURN_IF_ERROR(VoteSplits(made, seed));
+  } else {
+    // The children's splits, one node per thread (each reads only its own histogram).
+    const int64_t count = static_cast<int64_t>(made.size());
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) if (count > 1)
-  for (int64_t j = 0; j < count; ++j) FindSplit(made[static_cast<size_t>(j)], seed);
+    for (int64_t j = 0; j < count; ++j) FindSplit(made[static_cast<size_t>(j)], seed);
+  }
   for (int32_t cid : made) {
     Node& c = nodes_[static_cast<size_t>(cid)];
-    if (!c.split.valid()) c.hist = {};
+    if (!c.split.valid()) DropHistograms(&c);
     children->push_back(cid);
   }
   return Status::Ok();

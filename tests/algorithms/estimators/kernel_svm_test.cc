@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -562,6 +565,100 @@ TEST(KernelSvm, DistributedCascadeMatchesLocal) {
   int same = 0;
   for (int64_t i = 0; i < test.rows; ++i) same += pl.value[i] == p0.value[i];
   EXPECT_GE(same, test.rows - 2);
+}
+
+// Counts the rows each worker sends in each gather (records of [label, weight, features...] after a 4-float header)
+// and forwards everything to a ThreadCollectiveGroup member.
+class CountingCollective final : public Collective {
+ public:
+  CountingCollective(Collective* inner, int64_t cols) : inner_(inner), cols_(cols) {}
+  int rank() const override { return inner_->rank(); }
+  int world() const override { return inner_->world(); }
+  Placement placement() const override { return inner_->placement(); }
+  Status AllReduceSum(const std::string& key, std::span<float> data) override {
+    return inner_->AllReduceSum(key, data);
+  }
+  Status DataCentreSum(const std::string& key, std::span<float> data) override {
+    return inner_->DataCentreSum(key, data);
+  }
+  Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override {
+    job_rows[key] += Rows(mine);
+    return inner_->AllGather(key, mine);
+  }
+  Result<std::vector<float>> DataCentreGather(const std::string& key, std::span<const float> mine) override {
+    centre_rows[key] += Rows(mine);
+    return inner_->DataCentreGather(key, mine);
+  }
+  Result<RowUpdate> PushRowGradients(const RowTableSpec& t, std::span<const uint64_t> rows,
+                                     std::span<const float> grads) override {
+    return inner_->PushRowGradients(t, rows, grads);
+  }
+  Result<std::vector<comm::Neighbor>> AllMergeTopK(const std::string& key, uint64_t k, uint64_t queries,
+                                                   std::span<const comm::Neighbor> mine) override {
+    return inner_->AllMergeTopK(key, k, queries, mine);
+  }
+  std::map<std::string, int64_t> job_rows, centre_rows;
+
+ private:
+  int64_t Rows(std::span<const float> mine) const {
+    return mine.size() < 4 ? 0 : static_cast<int64_t>(mine.size() - 4) / (cols_ + 2);
+  }
+  Collective* inner_;
+  int64_t cols_;
+};
+
+// The cascade over two data centres of two workers: each data centre's local support vectors meet at its local
+// server and are retrained on there, only the first worker of each data centre sends the result over the WAN, and
+// that is fewer rows than the four workers' local support vectors the flat cascade (one data centre) sends. Both end
+// with the same model on every worker, as good as the single-process one.
+TEST(KernelSvm, HierarchicalCascadeRetrainsInEachDataCentre) {
+  const std::vector<std::vector<float>> centres = {{0, 0}, {2, 0}, {1, 1.7f}};
+  data::Table train = Blobs(centres, 120, 0.9, 31), test = Blobs(centres, 100, 0.9, 32);
+  const std::map<std::string, std::string> params = {{"C", "1"}};
+  auto local = Make("svm", params);
+  ASSERT_TRUE(local->Fit(train, {}).ok());
+  const Prediction pl = *local->Predict(test, 1);
+  std::map<int, int64_t> wan_rows;  // by data centres: rows sent in the first job-wide gather, all workers
+  for (const std::vector<int>& layout : {std::vector<int>{2, 2}, std::vector<int>{4}}) {
+    ThreadCollectiveGroup group(layout);
+    std::vector<std::unique_ptr<CountingCollective>> counting;
+    std::vector<std::unique_ptr<Estimator>> models;
+    std::vector<data::Table> shards(4);
+    for (int w = 0; w < 4; ++w) {
+      counting.push_back(std::make_unique<CountingCollective>(group.Worker(w), train.cols));
+      models.push_back(Make("svm", params));
+      std::vector<int64_t> rows;
+      for (int64_t i = w; i < train.rows; i += 4) rows.push_back(i);
+      shards[w] = train.Select(rows);
+    }
+    std::vector<Status> status(4);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 4; ++w) {
+      threads.emplace_back([&, w] { status[w] = models[w]->Fit(shards[w], {.collective = counting[w].get()}); });
+    }
+    for (auto& th : threads) th.join();
+    for (int w = 0; w < 4; ++w) ASSERT_TRUE(status[w].ok()) << status[w].ToString();
+    const Prediction p0 = *models[0]->Predict(test, 1);
+    for (int w = 1; w < 4; ++w) EXPECT_EQ(models[w]->Predict(test, 1)->value, p0.value) << w;
+    int same = 0;
+    for (int64_t i = 0; i < test.rows; ++i) same += pl.value[i] == p0.value[i];
+    EXPECT_GE(same, test.rows - 2) << layout.size() << " data centres";
+    int64_t sent = 0;
+    for (int w = 0; w < 4; ++w) sent += counting[w]->job_rows["svm/cascade"];
+    wan_rows[static_cast<int>(layout.size())] = sent;
+    if (layout.size() == 2) {
+      for (int w = 0; w < 4; ++w) {
+        EXPECT_GT(counting[w]->centre_rows["svm/cascade_centre"], 0) << "every worker has local support vectors";
+        if (w % 2 == 1) {
+          EXPECT_EQ(counting[w]->job_rows["svm/cascade"], 0) << "only a data centre's first worker sends";
+        }
+      }
+    } else {
+      EXPECT_TRUE(counting[0]->centre_rows.empty()) << "one data centre: no data-centre level";
+    }
+  }
+  EXPECT_GT(wan_rows[2], 0);
+  EXPECT_LT(wan_rows[2], wan_rows[1]) << "retraining in the data centres drops rows before the WAN";
 }
 
 // Runs Fit on every shard as one worker each; returns the statuses.

@@ -79,6 +79,62 @@ TEST(PsCollectiveTest, SumsOfEverySizeAndGathersInRankOrder) {
   }
 }
 
+TEST(PsCollectiveTest, DataCentreSumsAreAnsweredByTheLocalServers) {
+  // dc-a holds workers 0 and 1, dc-b workers 2 and 3: each sum covers its own data centre only.
+  const std::vector<size_t> sizes = {3, 5000};
+  std::vector<std::vector<std::vector<float>>> sums(kWorkers);
+  std::vector<Placement> where(kWorkers);
+  auto worker = [&](const cluster::ClusterConfig& c, const std::string& party, int rank,
+                    const cluster::RoleEnv& env) -> Status {
+    GEOMX_ASSIGN_OR_RETURN(auto session, cluster::WorkerSession::Join(c, party, rank, EstimatorJobSchema(), env));
+    std::unique_ptr<ps::PsContext> ps = session->MakeContext();
+    const Placement placement{.centre = session->dc_index(), .centres = 2, .centre_rank = rank, .centre_size = 2};
+    PsCollective collective(ps.get(), SumCompression::kNone, 0.01f, placement);
+    const int w = collective.rank();
+    where[w] = collective.placement();
+    for (size_t n : sizes) {
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = ValueOf(w, i);
+      GEOMX_RETURN_IF_ERROR(collective.DataCentreSum("local", v));
+      sums[w].push_back(std::move(v));
+    }
+    // A job-wide sum still sums everybody after the local ones.
+    std::vector<float> one = {1.0f};
+    GEOMX_RETURN_IF_ERROR(collective.AllReduceSum("all", one));
+    if (one[0] != 4.0f) return Status::Internal("job-wide sum " + std::to_string(one[0]));
+    return session->Finish();
+  };
+  for (const auto& [name, s] : RunTwoTierJob(Config(), Job(), worker)) {
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_EQ(where[w].centre, w / 2);
+    EXPECT_EQ(where[w].centre_rank, w % 2);
+    ASSERT_EQ(sums[w].size(), sizes.size());
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      for (size_t i = 0; i < sizes[k]; i += 7) {
+        // By hand: dc-a: (1 + 2)(i%13) - (0 + 1)/2; dc-b: (3 + 4)(i%13) - (2 + 3)/2.
+        const float want = w < 2 ? 3.0f * static_cast<float>(i % 13) - 0.5f : 7.0f * static_cast<float>(i % 13) - 2.5f;
+        EXPECT_FLOAT_EQ(sums[w][k][i], want) << "worker " << w << " size " << sizes[k] << " at " << i;
+      }
+    }
+  }
+}
+
+TEST(PsCollectiveTest, LocalSumKeysKeepTheirRoleInTheJobDescription) {
+  ps::KeySchema schema = EstimatorJobSchema();
+  const ps::KeyDef* local = nullptr;
+  for (const ps::KeyDef& k : schema.keys()) {
+    if (k.role == ps::KeyRole::kLocal && local == nullptr) local = &k;
+  }
+  ASSERT_NE(local, nullptr);
+  EXPECT_STREQ(ps::KeyRoleName(local->role), "local");
+  // The schema's text form keeps the role (local servers fetch the schema from the global server as text).
+  Result<ps::KeySchema> again = ps::KeySchema::Decode(schema.Encode());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->Find(local->key)->role, ps::KeyRole::kLocal);
+}
+
 TEST(PsCollectiveTest, CompressibleSumsTravelAsFp16WithAnExactTail) {
   // 5,000 lossy values (worker w: ValueOf(w, i), so the sum is 10 (i % 13) - 3, at most 117 in size) and a tail
   // of two exact values; twice, to see the rounds of the FP16 key advance.
@@ -266,7 +322,7 @@ void ExpectParameterServerMatchesThreads(const EstimatorJob& job, std::vector<Me
     ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
   }
 
-  ThreadCollectiveGroup group(kWorkers);
+  ThreadCollectiveGroup group({2, 2});  // the topology's data centres (DataCentreSum)
   std::vector<Metrics> in_process(kWorkers);
   std::vector<std::thread> threads;
   for (int r = 0; r < kWorkers; ++r) {
@@ -319,6 +375,40 @@ TEST(PsCollectiveTest, FtrlAndFtmlOverTheirRowTablesMatchTheInProcessCollective)
     job.seed = 3;
     ExpectParameterServerMatchesThreads(job);
   }
+}
+
+TEST(PsCollectiveTest, VotingGbdtOverTheServersMatchesTheInProcessCollective) {
+  // tree_learner voting: data-centre histograms on the local sum keys, votes and chosen features' sums job-wide.
+  EstimatorJob job;
+  job.algorithm = "gbdt";
+  job.params = {{"max_iter", "4"}, {"max_leaf_nodes", "8"}, {"tree_learner", "voting"}, {"top_k", "3"}};
+  job.data.name = "synthetic";
+  job.data.synthetic_train = 1200;
+  job.data.synthetic_test = 300;
+  job.data.synthetic_classes = 3;
+  job.data.synthetic_shape = {12};
+  job.threads = 1;
+  job.seed = 3;
+  std::vector<Metrics> over_ps;
+  ExpectParameterServerMatchesThreads(job, &over_ps);
+  for (const Metrics& m : over_ps) EXPECT_GT(MetricValue(m, "accuracy"), 0.6) << "three classes: chance is 0.33";
+}
+
+TEST(PsCollectiveTest, HierarchicalSvmCascadeOverTheServersMatchesTheInProcessCollective) {
+  // The data-centre level of the cascade gathers on the local gather key (answered by the local servers).
+  EstimatorJob job;
+  job.algorithm = "svm";
+  job.params = {{"C", "1"}};
+  job.data.name = "synthetic";
+  job.data.synthetic_train = 600;
+  job.data.synthetic_test = 150;
+  job.data.synthetic_classes = 3;
+  job.data.synthetic_shape = {6};
+  job.threads = 1;
+  job.seed = 4;
+  std::vector<Metrics> over_ps;
+  ExpectParameterServerMatchesThreads(job, &over_ps);
+  for (const Metrics& m : over_ps) EXPECT_GT(MetricValue(m, "accuracy"), 0.6) << "three classes: chance is 0.33";
 }
 
 TEST(PsCollectiveTest, AnEstimatorFittedOverTheParameterServerMatchesTheInProcessCollective) {
