@@ -9,6 +9,7 @@
 
 #include "algorithms/estimators/ps_collective.h"
 #include "algorithms/ps/global_rule.h"
+#include "comm/handlers/reducer.h"
 #include "engine/base/check.h"
 
 namespace geomx::algorithms {
@@ -34,10 +35,6 @@ Placement Collective::placement() const {
 
 Status Collective::DataCentreSum(const std::string& key, std::span<float> data) { return AllReduceSum(key, data); }
 
-Result<std::vector<float>> Collective::DataCentreGather(const std::string& key, std::span<const float> mine) {
-  return AllGather(key, mine);
-}
-
 // A generation-counted rendezvous: every member deposits its contribution, the last one combines, all read.
 struct ThreadCollectiveGroup::Shared {
   explicit Shared(std::vector<int> sizes)
@@ -47,6 +44,7 @@ struct ThreadCollectiveGroup::Shared {
         neighbor_parts(static_cast<size_t>(world)),
         row_parts(static_cast<size_t>(world)),
         row_grads(static_cast<size_t>(world)) {
+    byte_parts.resize(static_cast<size_t>(world));
     for (size_t c = 0; c < centre_sizes.size(); ++c) {
       for (int i = 0; i < centre_sizes[c]; ++i) centre_of.push_back(static_cast<int>(c));
     }
@@ -63,6 +61,9 @@ struct ThreadCollectiveGroup::Shared {
   std::vector<std::vector<float>> parts;
   std::vector<float> result;
   std::vector<std::vector<float>> centre_results;  // DataCentreSum: one sum per data centre
+  // ReduceThroughTiers.
+  std::vector<Bytes> byte_parts;
+  Result<Bytes> byte_result = Bytes{};
   // Row-table steps: each member's rows and gradients, the round's answer, and the tables with their rules.
   struct Table {
     RowTableSpec spec;
@@ -102,6 +103,25 @@ struct ThreadCollectiveGroup::Shared {
       cv.notify_all();
     }
     return out;
+  }
+
+  // The reducer at each data centre's "local server" over its members' deposits (contributors: their places in
+  // it), then at the "global server" over the data centres' results (contributors: the data centres), as the
+  // servers run it (mu held, by the last member to arrive).
+  Result<Bytes> ReduceTiers(const std::string& name) {
+    GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<comm::Reducer> global, comm::MakeReducer(name, comm::ReducerConfig{}));
+    size_t rank = 0;
+    for (size_t c = 0; c < centre_sizes.size(); ++c) {
+      GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<comm::Reducer> local, comm::MakeReducer(name, comm::ReducerConfig{}));
+      for (int i = 0; i < centre_sizes[c]; ++i, ++rank) {
+        GEOMX_RETURN_IF_ERROR(local->Validate(byte_parts[rank]));
+        local->Combine(i, byte_parts[rank]);
+      }
+      GEOMX_ASSIGN_OR_RETURN(Bytes result, local->Finish());
+      GEOMX_RETURN_IF_ERROR(global->Validate(result));
+      global->Combine(static_cast<int>(c), std::move(result));
+    }
+    return global->Finish();
   }
 
   // The row round of `spec` over every member's deposit (mu held, by the last member to arrive).
@@ -200,18 +220,10 @@ class ThreadCollectiveGroup::Member final : public Collective {
     std::memcpy(data.data(), sum.data(), data.size_bytes());
     return Status::Ok();
   }
-  Result<std::vector<float>> DataCentreGather(const std::string&, std::span<const float> mine) override {
+  Result<Bytes> ReduceThroughTiers(const std::string& reducer, const Bytes& payload) override {
     Shared& s = *shared_;
-    const size_t centre = static_cast<size_t>(s.centre_of[static_cast<size_t>(rank_)]);
-    return s.Step([&] { s.parts[static_cast<size_t>(rank_)].assign(mine.begin(), mine.end()); },
-                  [&] {
-                    s.centre_results.assign(s.centre_sizes.size(), {});
-                    for (size_t r = 0; r < s.parts.size(); ++r) {
-                      std::vector<float>& out = s.centre_results[static_cast<size_t>(s.centre_of[r])];
-                      out.insert(out.end(), s.parts[r].begin(), s.parts[r].end());
-                    }
-                  },
-                  [&] { return s.centre_results[centre]; });
+    return s.Step([&] { s.byte_parts[static_cast<size_t>(rank_)] = payload; },
+                  [&] { s.byte_result = s.ReduceTiers(reducer); }, [&] { return s.byte_result; });
   }
   Result<std::vector<float>> AllGather(const std::string&, std::span<const float> mine) override {
     Shared& s = *shared_;

@@ -59,9 +59,11 @@ class Collective {
   // over the LAN; nothing crosses the WAN). Every worker of the job makes the call (same key and size within a
   // data centre). Default (one data centre): AllReduceSum.
   virtual Status DataCentreSum(const std::string& key, std::span<float> data);
-  // AllGather over this worker's data centre only (answered by its local server): its workers' `mine` in rank
-  // order. Every worker of the job makes the call. Default (one data centre): AllGather.
-  virtual Result<std::vector<float>> DataCentreGather(const std::string& key, std::span<const float> mine);
+  // One round of the job's key whose reducer is `reducer` (comm/handlers/reducer.h; a reducer an estimator
+  // registers, such as svm_cascade): each local server combines its data centre's workers' payloads with the
+  // reducer, the global server the data centres' results, and every worker gets the global result. Every worker of
+  // the job makes the call. kInvalidArgument when the job has no key with that reducer.
+  virtual Result<Bytes> ReduceThroughTiers(const std::string& reducer, const Bytes& payload) = 0;
   // In place: data <- the element-wise sum of every worker's `data` (all give the same size for the same key).
   virtual Status AllReduceSum(const std::string& key, std::span<float> data) = 0;
   // AllReduceSum of a vector whose first data.size() - exact_tail values tolerate the job's lossy compression

@@ -7,24 +7,27 @@
 // dozen query rows against every support vector at once (each kernel value is shared by the K-1 machines of its
 // class), then the machines' decisions; classes vote as in LIBSVM (ties to the lower class id).
 //
-// Distributed form (cascade SVM, Graf et al. 2005, with the hierarchy's levels plus feedback): each worker trains
-// on its shard; with more than one data centre, the data centre's support vectors are gathered at its local server
-// (Collective::DataCentreGather of [label, weight, features...] records, LAN) and retrained on by the data centre's
-// workers (identical input, identical model), so only the data centre's retrained support vectors cross the WAN;
-// then the union of what every data centre (or, with one, every worker) sends is gathered (AllGather: concatenated
-// at the local and then at the global server) and every worker retrains on it, identical input giving the identical
-// model everywhere. Feedback passes then gather the rows that violate that model's optimality conditions and
-// retrain, until there are none (the model is then optimal for all the data), they are at most 1% of the union, or
-// after three passes. The retraining of each level runs on the workers beneath that level's server: the server
-// processes only concatenate (they hold no solver).
+// Distributed form (cascade SVM, Graf et al. 2005, with the hierarchy's levels, plus feedback): each worker trains
+// on its shard and sends its support vectors (records of the cascade format below) up the tiers through one key
+// whose reducer is this file's svm_cascade: each local server retrains on its data centre's workers' rows and
+// forwards only the support vectors of that fit; the global server retrains on the data centres' results and
+// answers everyone with that fit's support vectors. Every worker then retrains on those rows (identical input,
+// identical model everywhere: the support vectors of the global level reproduce its model). Feedback passes then
+// gather the rows that violate that model's optimality conditions and retrain, until there are none (the model is
+// then optimal for all the data), they are at most 1% of the union, or after three passes.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "algorithms/estimators/estimator.h"
 #include "algorithms/estimators/smo.h"
+#include "comm/handlers/payloads.h"
+#include "comm/handlers/reducer.h"
 #include "engine/base/check.h"
 #include "engine/base/logging.h"
 
@@ -301,11 +304,9 @@ Status ResolveGamma(const data::Table& train, Collective* collective, SvmConfig*
 // [cols, count, num_classes, failure] header per worker) gathered into one dense table, identical on every worker.
 // `failure` is this worker's problem (OK, or why it has nothing to send); any worker's is every worker's error, so
 // that all of them stop after the same collective calls.
-// With `centre`, the gather covers this worker's data centre only (Collective::DataCentreGather), and `counts`
-// (when set) receives each record's row count, in rank order.
 Result<data::Table> GatherRows(const data::Table& train, const std::vector<int64_t>& sv_rows, bool regression,
                                const Status& failure, const std::string& key, bool allow_empty,
-                               Collective* collective, bool centre = false, std::vector<int64_t>* counts = nullptr) {
+                               Collective* collective) {
   const std::string who = regression ? "svr" : "svm";
   const int64_t d = train.cols;
   std::vector<float> mine = {static_cast<float>(d), static_cast<float>(sv_rows.size()),
@@ -319,17 +320,14 @@ Result<data::Table> GatherRows(const data::Table& train, const std::vector<int64
     train.CopyRow(r, row.data());
     mine.insert(mine.end(), row.begin(), row.end());
   }
-  GEOMX_ASSIGN_OR_RETURN(std::vector<float> all,
-                         centre ? collective->DataCentreGather(key, mine) : collective->AllGather(key, mine));
-  const int records = centre ? collective->placement().centre_size : collective->world();
-  if (counts != nullptr) counts->clear();
+  GEOMX_ASSIGN_OR_RETURN(std::vector<float> all, collective->AllGather(key, mine));
   data::Table out;
   out.cols = d;
   out.source = train.source;
   out.class_names = train.class_names;
   bool weighted = false;
   size_t pos = 0;
-  for (int w = 0; w < records; ++w) {
+  for (int w = 0; w < collective->world(); ++w) {
     if (pos + 4 > all.size()) return Status::DataLoss(who + ": truncated support-vector gather");
     const int64_t cols = static_cast<int64_t>(all[pos]), count = static_cast<int64_t>(all[pos + 1]);
     out.num_classes = std::max(out.num_classes, static_cast<int>(all[pos + 2]));
@@ -348,7 +346,6 @@ Result<data::Table> GatherRows(const data::Table& train, const std::vector<int64
     if (count < 0 || pos + static_cast<size_t>(count * (d + 2)) > all.size()) {
       return Status::DataLoss(who + ": truncated support-vector gather");
     }
-    if (counts != nullptr) counts->push_back(count);
     for (int64_t k = 0; k < count; ++k) {
       if (regression) {
         out.targets.push_back(all[pos]);
@@ -443,6 +440,262 @@ void AppendRows(const data::Table& more, data::Table* into) {
   into->num_classes = std::max(into->num_classes, more.num_classes);
   into->rows += more.rows;
 }
+
+// ---- The cascade through the tiers: records and the svm_cascade reducer ----
+//
+// A cascade record (one per worker, or one per tier's result): a header of fixed-width little-endian fields
+//   u32 version (1), u32 regression, u32 kernel type, i32 degree, f64 C, gamma, coef0, epsilon, tol, cache_mb,
+//   i64 max_iter, u32 shrinking, i32 failure (a StatusCode), u32 failed_rank, i64 cols, i64 rows, i32 classes
+// then per row: u32 origin rank, u32 origin row (the worker and its shard's row), f32 label or target, f32 weight,
+// f32 x_1 .. x_cols. The reducer's payload is a concat record list (comm/handlers/payloads.h) of such records; its
+// result is one record: the support vectors of an SMO fit on the union of the records' rows with the records' own
+// settings (or every row, when they hold fewer than two classes; or a failure, when any record carries one).
+constexpr const char* kCascadeReducer = "svm_cascade";
+constexpr uint32_t kCascadeVersion = 1;
+
+struct CascadeRows {
+  SvmConfig config;
+  bool regression = false;
+  int failure = 0;           // StatusCode of the first failure, 0 = none
+  uint32_t failed_rank = 0;  // whose
+  int classes = 0;
+  data::Table table;         // dense rows: labels or targets, weights
+  std::vector<uint32_t> origin_rank;
+  std::vector<int64_t> origin_row;
+};
+
+class ByteWriter {
+ public:
+  template <typename T>
+  void Put(T v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+  Bytes Take() const { return Bytes::Copy(out_); }
+
+ private:
+  std::string out_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(const Bytes& b) : p_(b.data()), left_(b.size()) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (left_ < sizeof(T)) return false;
+    std::memcpy(v, p_, sizeof(T));
+    p_ += sizeof(T);
+    left_ -= sizeof(T);
+    return true;
+  }
+  size_t left() const { return left_; }
+
+ private:
+  const uint8_t* p_;
+  size_t left_;
+};
+
+Bytes EncodeCascadeRecord(const CascadeRows& c) {
+  ByteWriter w;
+  const SvmConfig& k = c.config;
+  w.Put(kCascadeVersion);
+  w.Put(static_cast<uint32_t>(c.regression));
+  w.Put(static_cast<uint32_t>(k.kernel.type));
+  w.Put(static_cast<int32_t>(k.kernel.degree));
+  for (double d : {k.C, k.kernel.gamma, k.kernel.coef0, k.epsilon, k.solver.tol, k.solver.cache_mb}) w.Put(d);
+  w.Put(static_cast<int64_t>(k.solver.max_iter));
+  w.Put(static_cast<uint32_t>(k.solver.shrinking));
+  w.Put(static_cast<int32_t>(c.failure));
+  w.Put(c.failed_rank);
+  w.Put(c.table.cols);
+  w.Put(c.table.rows);
+  w.Put(static_cast<int32_t>(c.classes));
+  std::vector<float> x(static_cast<size_t>(c.table.cols));
+  for (int64_t r = 0; r < c.table.rows; ++r) {
+    w.Put(c.origin_rank[static_cast<size_t>(r)]);
+    w.Put(static_cast<uint32_t>(c.origin_row[static_cast<size_t>(r)]));
+    w.Put(c.regression ? c.table.targets[static_cast<size_t>(r)] : static_cast<float>(c.table.labels[r]));
+    w.Put(c.table.weight(r));
+    c.table.CopyRow(r, x.data());
+    for (float v : x) w.Put(v);
+  }
+  return w.Take();
+}
+
+// Everything a peer can get wrong is kDataLoss naming the field.
+Result<CascadeRows> DecodeCascadeRecord(const Bytes& b) {
+  ByteReader in(b);
+  CascadeRows c;
+  uint32_t version = 0, regression = 0, kernel = 0, shrinking = 0;
+  int32_t degree = 0, failure = 0, classes = 0;
+  double d[6];
+  int64_t max_iter = 0, cols = 0, rows = 0;
+  bool ok = in.Get(&version) && in.Get(&regression) && in.Get(&kernel) && in.Get(&degree);
+  for (double& v : d) ok = ok && in.Get(&v);
+  ok = ok && in.Get(&max_iter) && in.Get(&shrinking) && in.Get(&failure) && in.Get(&c.failed_rank) &&
+       in.Get(&cols) && in.Get(&rows) && in.Get(&classes);
+  if (!ok) return Status::DataLoss("svm cascade record: truncated header (" + std::to_string(b.size()) + " bytes)");
+  if (version != kCascadeVersion) {
+    return Status::DataLoss("svm cascade record: version " + std::to_string(version) + ", expected 1");
+  }
+  if (kernel > static_cast<uint32_t>(smo::KernelType::kSigmoid) || regression > 1 || cols < 0 || rows < 0 ||
+      cols > (int64_t{1} << 30) || classes < 0) {
+    return Status::DataLoss("svm cascade record: bad header field (kernel, task, columns or classes)");
+  }
+  const uint64_t row_bytes = 16 + 4 * static_cast<uint64_t>(cols);
+  if (static_cast<uint64_t>(rows) > in.left() / row_bytes || in.left() != static_cast<uint64_t>(rows) * row_bytes) {
+    return Status::DataLoss("svm cascade record: " + std::to_string(in.left()) + " bytes for " +
+                            std::to_string(rows) + " rows of " + std::to_string(cols) + " columns");
+  }
+  c.regression = regression == 1;
+  c.config.kernel.type = static_cast<smo::KernelType>(kernel);
+  c.config.kernel.degree = degree;
+  c.config.C = d[0];
+  c.config.kernel.gamma = d[1];
+  c.config.kernel.coef0 = d[2];
+  c.config.epsilon = d[3];
+  c.config.solver.tol = d[4];
+  c.config.solver.cache_mb = d[5];
+  c.config.solver.max_iter = max_iter;
+  c.config.solver.shrinking = shrinking != 0;
+  c.failure = failure;
+  c.classes = classes;
+  c.table.cols = cols;
+  bool weighted = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint32_t rank = 0, row = 0;
+    float y = 0, weight = 0;
+    in.Get(&rank);
+    in.Get(&row);
+    in.Get(&y);
+    in.Get(&weight);
+    if (!c.regression && (!(y >= 0) || y >= static_cast<float>(std::max(classes, 1)) || y != std::floor(y))) {
+      return Status::DataLoss("svm cascade record: row " + std::to_string(r) + " has label " + std::to_string(y));
+    }
+    if (!std::isfinite(y) || !std::isfinite(weight) || weight < 0) {
+      return Status::DataLoss("svm cascade record: row " + std::to_string(r) + " has a non-finite value or weight");
+    }
+    c.origin_rank.push_back(rank);
+    c.origin_row.push_back(row);
+    if (c.regression) {
+      c.table.targets.push_back(y);
+    } else {
+      c.table.labels.push_back(static_cast<int32_t>(y));
+    }
+    c.table.weights.push_back(weight);
+    weighted = weighted || weight != 1.0f;
+    for (int64_t j = 0; j < cols; ++j) {
+      float v = 0;
+      in.Get(&v);
+      c.table.dense.push_back(v);
+    }
+    ++c.table.rows;
+  }
+  if (!weighted) c.table.weights.clear();
+  c.table.num_classes = classes;
+  return c;
+}
+
+// This worker's record: the rows `rows` of its shard (its local support vectors), or its failure.
+Bytes EncodeCascade(const SvmConfig& config, bool regression, const data::Table& train,
+                    const std::vector<int64_t>& rows, const Status& failure, int rank) {
+  CascadeRows c;
+  c.config = config;
+  c.regression = regression;
+  c.failure = failure.ok() ? 0 : static_cast<int>(failure.code());
+  c.failed_rank = static_cast<uint32_t>(rank);
+  c.classes = train.num_classes;
+  c.table = train.Select(rows);
+  c.origin_rank.assign(rows.size(), static_cast<uint32_t>(rank));
+  c.origin_row = rows;
+  const Bytes record = EncodeCascadeRecord(c);
+  return comm::EncodeRecords(std::span<const Bytes>(&record, 1));
+}
+
+// The reducer's result as every worker receives it: exactly one record.
+Result<CascadeRows> DecodeCascadeAnswer(const Bytes& payload) {
+  GEOMX_ASSIGN_OR_RETURN(std::vector<Bytes> records, comm::DecodeRecords(payload));
+  if (records.size() != 1) {
+    return Status::DataLoss("svm cascade: the servers answered " + std::to_string(records.size()) + " records");
+  }
+  return DecodeCascadeRecord(records[0]);
+}
+
+// One level of the cascade at a server: the union of its contributors' rows, retrained (above).
+class SvmCascadeReducer final : public comm::Reducer {
+ public:
+  explicit SvmCascadeReducer(const comm::ReducerConfig&) {}
+  std::string_view name() const override { return kCascadeReducer; }
+  std::string_view codec() const override { return kCascadeReducer; }
+  Status Validate(const Bytes& payload) const override {
+    GEOMX_ASSIGN_OR_RETURN(std::vector<Bytes> records, comm::DecodeRecords(payload));
+    for (const Bytes& r : records) GEOMX_RETURN_IF_ERROR(DecodeCascadeRecord(r).status());
+    return Status::Ok();
+  }
+  void Combine(int contributor, Bytes payload) override { parts_.emplace(contributor, std::move(payload)); }
+  Result<Bytes> Finish() override {
+    std::vector<CascadeRows> all;
+    for (const auto& [contributor, payload] : parts_) {
+      GEOMX_ASSIGN_OR_RETURN(std::vector<Bytes> records, comm::DecodeRecords(payload));
+      for (const Bytes& r : records) {
+        GEOMX_ASSIGN_OR_RETURN(CascadeRows c, DecodeCascadeRecord(r));
+        all.push_back(std::move(c));
+      }
+    }
+    if (all.empty()) return Status::Internal("svm cascade: nothing to reduce");
+    CascadeRows out;
+    out.config = all[0].config;
+    out.regression = all[0].regression;
+    out.table.cols = all[0].table.cols;
+    for (const CascadeRows& c : all) {
+      if (c.table.cols != out.table.cols || c.regression != out.regression) {
+        return Status::InvalidArgument("svm cascade: records of " + std::to_string(c.table.cols) + " and " +
+                                       std::to_string(out.table.cols) + " columns (or of two tasks) meet");
+      }
+      out.classes = std::max(out.classes, c.classes);
+      if (c.failure != 0 && out.failure == 0) {
+        out.failure = c.failure;
+        out.failed_rank = c.failed_rank;
+      }
+    }
+    if (out.failure != 0) return Reply(out);
+    for (CascadeRows& c : all) {
+      AppendRows(c.table, &out.table);
+      out.origin_rank.insert(out.origin_rank.end(), c.origin_rank.begin(), c.origin_rank.end());
+      out.origin_row.insert(out.origin_row.end(), c.origin_row.begin(), c.origin_row.end());
+    }
+    out.table.num_classes = out.classes;
+    // One contributor: its rows are already its support vectors. Fewer than two classes: nothing can be ruled out.
+    if (all.size() == 1 || out.table.rows == 0 || (!out.regression && CountClasses(out.table) < 2)) return Reply(out);
+    std::vector<int64_t> sv;
+    FitContext context;  // one thread: the server shares its machine
+    out.config.solver.threads = 1;
+    Result<KernelModel> model = TrainLocal(out.table, out.config, out.regression, context, &sv);
+    if (!model.ok()) {
+      out.failure = static_cast<int>(model.status().code());
+      out.failed_rank = out.origin_rank.empty() ? 0 : out.origin_rank[0];
+      out.table = out.table.Select({});
+      out.origin_rank.clear();
+      out.origin_row.clear();
+      return Reply(out);
+    }
+    CascadeRows kept = out;
+    kept.table = out.table.Select(sv);
+    kept.origin_rank.clear();
+    kept.origin_row.clear();
+    for (int64_t r : sv) {
+      kept.origin_rank.push_back(out.origin_rank[static_cast<size_t>(r)]);
+      kept.origin_row.push_back(out.origin_row[static_cast<size_t>(r)]);
+    }
+    return Reply(kept);
+  }
+
+ private:
+  static Result<Bytes> Reply(const CascadeRows& c) {
+    const Bytes record = EncodeCascadeRecord(c);
+    return comm::EncodeRecords(std::span<const Bytes>(&record, 1));
+  }
+  std::map<int, Bytes> parts_;  // by contributor: combined in contributor order
+};
 
 class KernelSvm : public Estimator {
  public:
@@ -587,18 +840,30 @@ class KernelSvm : public Estimator {
       }
     }
     if (!local.ok()) send.clear();
-    // The rows of this shard the union holds: they are not sent again as violators.
-    std::vector<int64_t> in_union = send;
-    const data::Table* from = &train;
-    data::Table centre_rows;
-    if (context.collective->placement().centres > 1) {
-      GEOMX_RETURN_IF_ERROR(CentreLevel(train, context, &send, &local, &in_union, &centre_rows));
-      from = &centre_rows;
+    // The cascade's levels through the tiers (the svm_cascade reducer): each local server retrains on its data
+    // centre's support vectors, the global server on the data centres' results; everyone gets the global set.
+    const Bytes mine = EncodeCascade(config_, regression_, train, send, local, context.collective->rank());
+    GEOMX_ASSIGN_OR_RETURN(Bytes reduced, context.collective->ReduceThroughTiers(kCascadeReducer, mine));
+    GEOMX_ASSIGN_OR_RETURN(CascadeRows top, DecodeCascadeAnswer(reduced));
+    if (top.failure != 0) {
+      const StatusCode why = static_cast<StatusCode>(top.failure);
+      return Status(why, std::string(regression_ ? "svr" : "svm") + ": worker " + std::to_string(top.failed_rank) +
+                             " could not fit its shard, or a server its rows (" + std::string(StatusCodeName(why)) +
+                             ")");
     }
-    GEOMX_ASSIGN_OR_RETURN(data::Table merged,
-                           GatherRows(*from, send, regression_, local, "svm/cascade", false, context.collective));
+    if (top.table.rows == 0) {
+      return Status::InvalidArgument(std::string(regression_ ? "svr" : "svm") + ": every worker's shard is empty");
+    }
+    data::Table merged = std::move(top.table);
+    merged.source = train.source;
+    merged.class_names = train.class_names;
     std::vector<char> sent(static_cast<size_t>(train.rows), 0);
-    send = std::move(in_union);
+    send.clear();  // this shard's rows in the union: not sent again as violators
+    for (size_t k = 0; k < top.origin_rank.size(); ++k) {
+      if (static_cast<int>(top.origin_rank[k]) == context.collective->rank() && top.origin_row[k] < train.rows) {
+        send.push_back(top.origin_row[k]);
+      }
+    }
     for (int pass = 0;; ++pass) {
       for (int64_t r : send) sent[r] = 1;
       std::vector<int64_t> sv_rows;
@@ -621,42 +886,6 @@ class KernelSvm : public Estimator {
       }
       AppendRows(extra, &merged);
     }
-  }
-
-  // The cascade's data-centre level (more than one data centre): the workers' local support vectors are gathered
-  // at their local server (LAN), every worker of the data centre retrains on that union (the same input, so the
-  // same model everywhere in it; a data centre of one worker keeps its rows), and only the retrained support
-  // vectors go on to the global gather, sent by the data centre's first worker. On return `send` indexes
-  // `centre_rows`, `local` is the data centre's outcome, and `in_union` lists this shard's rows that survived.
-  Status CentreLevel(const data::Table& train, const FitContext& context, std::vector<int64_t>* send, Status* local,
-                     std::vector<int64_t>* in_union, data::Table* centre_rows) {
-    Collective* c = context.collective;
-    const Placement where = c->placement();
-    std::vector<int64_t> counts;
-    GEOMX_ASSIGN_OR_RETURN(*centre_rows, GatherRows(train, *send, regression_, *local, "svm/cascade_centre", true, c,
-                                                    /*centre=*/true, &counts));
-    std::vector<int64_t> kept;
-    *local = Status::Ok();
-    if (where.centre_size > 1 && centre_rows->rows > 0 && (regression_ || CountClasses(*centre_rows) >= 2)) {
-      Result<KernelModel> model = TrainLocal(*centre_rows, config_, regression_, context, &kept);
-      if (!model.ok()) *local = model.status();
-    } else {
-      for (int64_t r = 0; r < centre_rows->rows; ++r) {
-        if (centre_rows->weight(r) > 0) kept.push_back(r);
-      }
-    }
-    // This worker's records are rows [offset, offset + counts[rank]) of the data centre's union.
-    int64_t offset = 0;
-    for (int w = 0; w < where.centre_rank; ++w) offset += counts[static_cast<size_t>(w)];
-    const int64_t mine = counts[static_cast<size_t>(where.centre_rank)];
-    std::vector<int64_t> survived;
-    for (int64_t r : kept) {
-      if (r >= offset && r < offset + mine) survived.push_back((*send)[static_cast<size_t>(r - offset)]);
-    }
-    *in_union = std::move(survived);
-    if (where.centre_rank != 0 || !local->ok()) kept.clear();
-    *send = std::move(kept);
-    return Status::Ok();
   }
 
   SvmConfig config_;
@@ -694,9 +923,9 @@ EstimatorDef MakeSvmDef() {
       "C-SVC with a kernel, solved by SMO with second-order working-set selection, shrinking and an LRU kernel "
       "cache (LIBSVM's method); several classes by one-vs-one with voting.";
   def.distributed =
-      "cascade SVM: each worker trains on its shard and pushes its support vectors (rows + labels); each data "
-      "centre retrains on its workers' union (local server concat, LAN) and sends only its support vectors over the "
-      "WAN (global server concat); every worker retrains on the union, then up to 3 feedback passes push the "
+      "cascade SVM: each worker trains on its shard and pushes its support vectors (rows + labels); each local "
+      "server retrains on its data centre's rows and sends only that fit's support vectors over the WAN, the global "
+      "server retrains on the data centres' and answers its support vectors; every worker retrains on them, then up to 3 feedback passes push the "
       "rows that violate the union model's KKT conditions";
   def.params = CommonParams();
   def.create = [](const ParamValues& v) -> std::unique_ptr<Estimator> { return std::make_unique<KernelSvm>(v, false); };
@@ -710,9 +939,9 @@ EstimatorDef MakeSvrDef() {
   def.task = data::TableTask::kRegression;
   def.help = "epsilon-SVR with a kernel, solved by the same SMO solver as svm (LIBSVM -s 3).";
   def.distributed =
-      "cascade SVR: each worker trains on its shard and pushes its support vectors (rows + targets); each data "
-      "centre retrains on its workers' union (local server concat, LAN) and sends only its support vectors over the "
-      "WAN (global server concat); every worker retrains on the union, then up to 3 feedback passes push the "
+      "cascade SVR: each worker trains on its shard and pushes its support vectors (rows + targets); each local "
+      "server retrains on its data centre's rows and sends only that fit's support vectors over the WAN, the global "
+      "server retrains on the data centres' and answers its support vectors; every worker retrains on them, then up to 3 feedback passes push the "
       "rows outside the union model's tube";
   def.params = CommonParams();
   def.params.push_back(NonNegativeParam("epsilon", 0.1, "half-width of the insensitive tube"));
@@ -722,6 +951,11 @@ EstimatorDef MakeSvrDef() {
 
 }  // namespace
 
+GEOMX_REGISTER(comm::ReducerRegistry, kCascadeReducer,
+               [](const comm::ReducerConfig& c) -> Result<std::unique_ptr<comm::Reducer>> {
+                 return std::unique_ptr<comm::Reducer>(std::make_unique<SvmCascadeReducer>(c));
+               },
+               "SVM cascade level: the union of the records' rows, retrained, its support vectors");
 GEOMX_REGISTER_ESTIMATOR(MakeSvmDef());
 GEOMX_REGISTER_ESTIMATOR(MakeSvrDef());
 

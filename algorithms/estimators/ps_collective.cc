@@ -15,7 +15,7 @@ constexpr uint64_t kHalfSumKey = kGatherKey + 1;
 constexpr uint64_t kTopKSumKey = kHalfSumKey + 1;
 constexpr uint64_t kNeighborsKey = kTopKSumKey + 1;
 constexpr uint64_t kFirstLocalSumKey = kNeighborsKey + 1;
-constexpr uint64_t kLocalGatherKey = kFirstLocalSumKey + PsCollective::kSumClasses;
+constexpr uint64_t kCascadeKey = kFirstLocalSumKey + PsCollective::kSumClasses;
 
 constexpr uint64_t ClassElems(int c) { return uint64_t{256} << (2 * c); }
 
@@ -45,9 +45,10 @@ ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables) {
                     .role = ps::KeyRole::kLocal,
                     .init = ps::KeyInit::kNone});
   }
-  keys.push_back({.key = kLocalGatherKey, .name = "local_gather", .elems = 1, .reducer = "concat",
-                  .role = ps::KeyRole::kLocal, .init = ps::KeyInit::kNone});
-  uint64_t next = kLocalGatherKey + 1;
+  // The kernel SVM cascade's levels (algorithms/estimators/kernel_svm.cc registers the reducer).
+  keys.push_back({.key = kCascadeKey, .name = "svm_cascade", .elems = 1, .reducer = "svm_cascade",
+                  .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
+  uint64_t next = kCascadeKey + 1;
   for (const RowTableSpec& t : tables) {
     keys.push_back({.key = next++,
                     .name = t.name,
@@ -169,23 +170,25 @@ Status PsCollective::ClassSum(uint64_t first_key, std::array<int64_t, kSumClasse
   return Status::Ok();
 }
 
+
+Result<Bytes> PsCollective::ReduceThroughTiers(const std::string& reducer, const Bytes& payload) {
+  for (const ps::KeyDef& k : ps_->schema().keys()) {
+    if (k.reducer != reducer || k.role != ps::KeyRole::kAggregate) continue;
+    auto answer = ps_->PushPullPayload(k.key, payload, reduce_rounds_[k.key]++);
+    if (!answer.ok()) return answer.status().WithContext("reduce '" + reducer + "'");
+    return answer;
+  }
+  return Status::InvalidArgument("no key of this job has the reducer '" + reducer + "'");
+}
+
 Result<std::vector<float>> PsCollective::AllGather(const std::string& key, std::span<const float> mine) {
-  return Gather(kGatherKey, &gather_round_, world(), key, mine);
-}
-
-Result<std::vector<float>> PsCollective::DataCentreGather(const std::string& key, std::span<const float> mine) {
-  return Gather(kLocalGatherKey, &local_gather_round_, placement_.centre_size, key, mine);
-}
-
-Result<std::vector<float>> PsCollective::Gather(uint64_t wire_key, int64_t* round, int records_expected,
-                                                const std::string& key, std::span<const float> mine) {
   // One record per worker: [u32 rank][floats]; the reducers concatenate records, so order them by rank here.
   Bytes record(sizeof(uint32_t) + mine.size_bytes());
   const uint32_t r = static_cast<uint32_t>(rank());
   std::memcpy(record.mutable_data(), &r, sizeof(r));
   if (!mine.empty()) std::memcpy(record.mutable_data() + sizeof(r), mine.data(), mine.size_bytes());
   const Bytes payload = comm::EncodeRecords(std::span<const Bytes>(&record, 1));
-  auto answer = ps_->PushPullPayload(wire_key, payload, (*round)++);
+  auto answer = ps_->PushPullPayload(kGatherKey, payload, gather_round_++);
   if (!answer.ok()) return answer.status().WithContext("gather '" + key + "'");
   GEOMX_ASSIGN_OR_RETURN(std::vector<Bytes> records, comm::DecodeRecords(*answer));
   std::vector<std::pair<uint32_t, const Bytes*>> by_rank;
@@ -198,9 +201,9 @@ Result<std::vector<float>> PsCollective::Gather(uint64_t wire_key, int64_t* roun
     by_rank.emplace_back(from, &rec);
   }
   std::sort(by_rank.begin(), by_rank.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (by_rank.size() != static_cast<size_t>(records_expected)) {
+  if (by_rank.size() != static_cast<size_t>(world())) {
     return Status::DataLoss("gather '" + key + "': " + std::to_string(by_rank.size()) + " records for " +
-                            std::to_string(records_expected) + " workers");
+                            std::to_string(world()) + " workers");
   }
   std::vector<float> all;
   for (const auto& [from, rec] : by_rank) {

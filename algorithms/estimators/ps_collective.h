@@ -25,8 +25,8 @@
 
 namespace geomx::algorithms {
 
-// The keys of an estimator job: the sum classes, the gather, fp16, top-k and neighbour keys, the local sum classes
-// and local gather key, one row-sparse key per row table (in the order given) and the barrier.
+// The keys of an estimator job: the sum classes, the gather, fp16, top-k and neighbour keys, the local sum classes,
+// the svm_cascade key, one row-sparse key per row table (in the order given) and the barrier.
 ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables = {});
 // The job description of an estimator job: that schema, and the tables' rule and hyper-parameters.
 // kInvalidArgument for tables that name different rules (a job has one rule) or an empty table.
@@ -49,8 +49,8 @@ class PsCollective final : public Collective {
   Status AllReduceSum(const std::string& key, std::span<float> data) override;
   // On the local sum keys (role local): the local server answers, nothing goes up.
   Status DataCentreSum(const std::string& key, std::span<float> data) override;
-  // On the local gather key (role local, reducer concat).
-  Result<std::vector<float>> DataCentreGather(const std::string& key, std::span<const float> mine) override;
+  // On the job's key with that reducer (EstimatorJobSchema: svm_cascade).
+  Result<Bytes> ReduceThroughTiers(const std::string& reducer, const Bytes& payload) override;
   Status AllReduceSumCompressible(const std::string& key, std::span<float> data, size_t exact_tail) override;
   Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override;
   Result<RowUpdate> PushRowGradients(const RowTableSpec& table, std::span<const uint64_t> rows,
@@ -63,9 +63,6 @@ class PsCollective final : public Collective {
  private:
   ps::PsContext* ps_;
   Status TopKSum(const std::string& key, std::span<float> data, size_t exact_tail);
-  // A gather on `wire_key` of `records_expected` workers' records.
-  Result<std::vector<float>> Gather(uint64_t wire_key, int64_t* round, int records_expected, const std::string& key,
-                                    std::span<const float> mine);
   // A sum on the size-class keys first_key .. first_key + kSumClasses - 1.
   Status ClassSum(uint64_t first_key, std::array<int64_t, kSumClasses>* rounds, const std::string& key,
                   std::span<float> data);
@@ -79,7 +76,7 @@ class PsCollective final : public Collective {
   std::array<int64_t, kSumClasses> sum_rounds_{};
   std::array<int64_t, kSumClasses> local_sum_rounds_{};
   int64_t gather_round_ = 0;
-  int64_t local_gather_round_ = 0;
+  std::map<uint64_t, int64_t> reduce_rounds_;  // by key
   int64_t half_round_ = 0;
   std::map<uint64_t, int64_t> row_rounds_;  // by row-table key
 };
