@@ -11,7 +11,10 @@ std::vector<std::string> EstimatorsOf(const std::string& id) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kMap = {
       {"logreg", {"logreg"}}, {"svm", {"svm", "linear-svm"}}, {"svr", {"svr", "linear-svr"}},
       {"ranksvm", {"ranksvm"}}, {"knn", {"knn"}}, {"kmeans", {"kmeans"}}, {"ftml", {"ftml"}}, {"ftrl", {"ftrl"}},
-      {"gbdt", {"gbdt", "gbdt-regressor"}}, {"xgboost", {"xgboost", "xgboost-regressor"}}};
+      {"gbdt", {"gbdt", "gbdt-regressor"}}, {"random-forest", {"random-forest", "random-forest-regressor"}},
+      {"xgboost", {"xgboost", "xgboost-regressor", "xgboost-ranker"}},
+      {"gbrank", {"gbrank"}}, {"lambdamart", {"lambdamart"}}, {"rankboost", {"rankboost"}},
+      {"adarank", {"adarank"}}};
   std::vector<std::string> out;
   for (const auto& [entry, names] : kMap) {
     if (entry != id) continue;

@@ -117,6 +117,11 @@ Status FinishRun(RunDir& run, const Recipe& recipe, const algorithms::EstimatorJ
   }
   const algorithms::EstimatorOutcome& o = *outcome;
   GEOMX_RETURN_IF_ERROR(algorithms::SaveFittedModel((run.path() / algorithms::kModelFileName).string(), o.model));
+  std::vector<std::string> files;
+  for (const algorithms::Artefact& a : o.model.estimator->Artefacts()) {
+    GEOMX_RETURN_IF_ERROR(WriteFileAtomically(run.path() / a.name, a.contents));
+    files.push_back(a.name);
+  }
   summary.Add("train_examples", o.train_rows)
       .Add("test_examples", o.test_rows)
       .Add("features", o.model.num_features)
@@ -124,6 +129,11 @@ Status FinishRun(RunDir& run, const Recipe& recipe, const algorithms::EstimatorJ
       .Add("predict_seconds", o.predict_seconds)
       .Add("test", MetricsJson(o.test))
       .Add("model", algorithms::kModelFileName)
+      .AddRaw("files", [&] {
+        std::string a = "[";
+        for (size_t i = 0; i < files.size(); ++i) a += (i ? ", " : "") + JsonEscape(files[i]);
+        return a + "]";
+      }())
       .AddRaw("traffic", TrafficJson(traffic));
   GEOMX_RETURN_IF_ERROR(run.WriteSummary(summary.str()));
   std::printf("geomx: completed %s in %.2f s (predict %.2f s): test %s; summary %s/summary.json\n",

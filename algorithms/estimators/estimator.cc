@@ -25,6 +25,8 @@ Metrics Estimator::ModelMetrics(const data::Table&, const Prediction&) const { r
 
 std::vector<RowTableSpec> Estimator::RowTables(int64_t, int) const { return {}; }
 
+std::vector<Artefact> Estimator::Artefacts() const { return {}; }
+
 Result<Prediction> Estimator::PredictAcross(const data::Table& input, int threads, Collective*) const {
   return Predict(input, threads);
 }

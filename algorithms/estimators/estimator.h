@@ -73,6 +73,12 @@ struct FitContext {
   bool Interrupted() const { return interrupted != nullptr && interrupted->load(std::memory_order_relaxed); }
 };
 
+// A file a run folder holds beside the model: `geomx train` writes each (docs/algorithms.md says which).
+struct Artefact {
+  std::string name;      // a plain file name: "trees.json"
+  std::string contents;
+};
+
 class Estimator {
  public:
   virtual ~Estimator() = default;
@@ -90,6 +96,9 @@ class Estimator {
   // collective; an estimator whose prediction needs every shard (a KNN that left each shard's rows where they were)
   // answers through the collective. Default: Predict(input, threads).
   virtual Result<Prediction> PredictAcross(const data::Table& input, int threads, Collective* collective) const;
+  // Files describing the fitted model for people and other tools, written beside the model by `geomx train` (the
+  // tree ensembles' JSON dump and feature importances). Default: none.
+  virtual std::vector<Artefact> Artefacts() const;
 };
 
 struct EstimatorDef {

@@ -1,12 +1,15 @@
 // XGBoost-style second-order gradient boosting (docs/algorithms.md#xgboost) on the histogram tree learner
 // (trees/booster.h): XGBoost's parameter names and meanings, objectives binary:logistic and multi:softprob
-// ("xgboost", a classifier) and reg:squarederror ("xgboost-regressor").
+// ("xgboost", a classifier), reg:squarederror ("xgboost-regressor") and rank:ndcg / rank:pairwise
+// ("xgboost-ranker": per-query gradients of trees/rank_objective.h).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "algorithms/estimators/estimator.h"
 #include "algorithms/estimators/trees/booster.h"
+#include "algorithms/estimators/trees/learner_params.h"
 
 namespace geomx::algorithms {
 namespace {
@@ -14,12 +17,29 @@ namespace {
 using trees::BoosterOptions;
 using trees::Objective;
 
+enum class XgbKind : uint8_t { kClassifier, kRegressor, kRanker };
+
+const char* XgbName(XgbKind kind) {
+  switch (kind) {
+    case XgbKind::kClassifier:
+      return "xgboost";
+    case XgbKind::kRegressor:
+      return "xgboost-regressor";
+    case XgbKind::kRanker:
+      return "xgboost-ranker";
+  }
+  return "xgboost";
+}
+
 class XgbEstimator final : public trees::BoosterEstimator {
  public:
-  XgbEstimator(const ParamValues& p, bool regressor) : objective_(p.Choice("objective")) {
+  XgbEstimator(const ParamValues& p, XgbKind kind) : objective_(p.Choice("objective")) {
     BoosterOptions o;
-    o.name = regressor ? "xgboost-regressor" : "xgboost";
-    o.objective = regressor ? Objective::kSquaredError : Objective::kSoftmax;
+    o.name = XgbName(kind);
+    o.objective = kind == XgbKind::kRegressor ? Objective::kSquaredError
+                  : kind == XgbKind::kRanker  ? (objective_ == "rank:pairwise" ? Objective::kRankPairwise
+                                                                               : Objective::kRankNdcg)
+                                              : Objective::kSoftmax;
     o.second_order = true;
     o.rounds = p.Int("n_estimators");
     o.eta = p.Number("eta");
@@ -40,6 +60,7 @@ class XgbEstimator final : public trees::BoosterEstimator {
     o.base_score_auto = p.IsWord("base_score");
     if (!o.base_score_auto) o.base_score = p.Number("base_score");
     o.early_stopping_rounds = p.Int("early_stopping_rounds");
+    trees::SetTreeLearner(p, &o.grower);
     SetOptions(std::move(o));
   }
 
@@ -49,7 +70,7 @@ class XgbEstimator final : public trees::BoosterEstimator {
       return Status::InvalidArgument(o.name +
                                      ": max_depth 0 (no limit) needs grow_policy lossguide and max_leaves > 0");
     }
-    if (o.objective != Objective::kSquaredError) {
+    if (o.objective == Objective::kLogistic || o.objective == Objective::kSoftmax) {
       const bool binary = objective_ == "binary:logistic" || (objective_ == "auto" && train.num_classes == 2);
       o.objective = binary ? Objective::kLogistic : Objective::kSoftmax;
     }
@@ -60,10 +81,10 @@ class XgbEstimator final : public trees::BoosterEstimator {
   std::string objective_;
 };
 
-std::vector<ParamSpec> XgbParams(bool regressor) {
+std::vector<ParamSpec> XgbParams(XgbKind kind) {
   ParamSpec base = NumberParam("base_score", 0.5,
                                "initial prediction: a probability for binary:logistic, a margin otherwise; auto = "
-                               "from the data (mean target, log-odds, log class priors)");
+                               "from the data (mean target, log-odds, log class priors; 0 for ranking)");
   base.default_value = "auto";
   base.choices = {"auto"};
   std::vector<ParamSpec> out = {
@@ -85,41 +106,62 @@ std::vector<ParamSpec> XgbParams(bool regressor) {
       IntParam("max_bin", 256, 2, 256, "quantile bins per feature (at most 255 value bins plus a missing-value bin)"),
       base,
       IntParam("early_stopping_rounds", 0, 0, 1000000,
-               "stop when the evaluation loss has not improved for this many rounds and keep the best (0 = never)"),
+               "stop when the evaluation loss (ranking: NDCG@10) has not improved for this many rounds and keep the "
+               "best (0 = never)"),
   };
-  if (regressor) {
+  if (kind == XgbKind::kRegressor) {
     out.push_back(ChoiceParam("objective", "reg:squarederror", {"reg:squarederror"}, "learning objective"));
+  } else if (kind == XgbKind::kRanker) {
+    out.push_back(ChoiceParam("objective", "rank:ndcg", {"rank:ndcg", "rank:pairwise"},
+                              "rank:ndcg: LambdaMART (RankNet gradients x |delta NDCG| of swapping the pair); "
+                              "rank:pairwise: RankNet over every pair of a query with different relevance"));
   } else {
     out.push_back(ChoiceParam("objective", "auto", {"auto", "binary:logistic", "multi:softprob"},
                               "learning objective; auto = binary:logistic for 2 classes, else multi:softprob"));
   }
+  for (ParamSpec& spec : trees::TreeLearnerParams()) out.push_back(std::move(spec));
   return out;
 }
 
-EstimatorDef MakeXgbDef(bool regressor) {
+EstimatorDef MakeXgbDef(XgbKind kind) {
   EstimatorDef def;
-  def.name = regressor ? "xgboost-regressor" : "xgboost";
-  def.title = regressor ? "XGBoost (regression)" : "XGBoost";
-  def.task = regressor ? data::TableTask::kRegression : data::TableTask::kClassification;
+  def.name = XgbName(kind);
+  def.title = kind == XgbKind::kRegressor ? "XGBoost (regression)"
+              : kind == XgbKind::kRanker  ? "XGBoost (ranking)"
+                                          : "XGBoost";
+  def.task = kind == XgbKind::kRegressor ? data::TableTask::kRegression
+             : kind == XgbKind::kRanker  ? data::TableTask::kRanking
+                                         : data::TableTask::kClassification;
   def.help =
       "XGBoost-style gradient boosting (Chen & Guestrin 2016) with tree_method=hist: features cut into up to 255 "
       "quantile bins, trees grown depth-wise or leaf-wise on gradient/hessian histograms with the regularised "
       "gain (lambda, alpha, gamma, min_child_weight, max_delta_step), a learned default direction for missing values "
       "(NaN), row and column subsampling, early stopping on the evaluation split. XGBoost's parameter names and "
       "meanings; softmax hessians are 2p(1-p) as in XGBoost.";
+  if (kind == XgbKind::kRanker) {
+    def.help +=
+        " Ranking: the gradients are computed per query (qid) - rank:ndcg weights every RankNet pair gradient by "
+        "|delta NDCG| of swapping the pair (gain 2^rel - 1, log2 discount, over the query's ideal DCG), "
+        "rank:pairwise takes every pair with different relevance; hessians 2p(1-p) (x |delta NDCG|) as XGBoost's; "
+        "base margin 0; early stopping on the evaluation split's NDCG@10.";
+  }
   def.distributed =
       "sketch summaries gathered once (identical bins everywhere), then per tree level the gradient/hessian "
-      "histograms of the built children summed over the workers; every worker finds the same splits";
-  def.params = XgbParams(regressor);
-  def.create = [regressor](const ParamValues& p) -> std::unique_ptr<Estimator> {
-    return std::make_unique<XgbEstimator>(p, regressor);
+      "histograms of the built children summed over the workers; every worker finds the same splits (tree_learner "
+      "voting: summed within each data centre, only the voted features' across the WAN)";
+  if (kind == XgbKind::kRanker) def.distributed = "queries stay whole on one worker (per-query gradients are local); " +
+                                                  def.distributed;
+  def.params = XgbParams(kind);
+  def.create = [kind](const ParamValues& p) -> std::unique_ptr<Estimator> {
+    return std::make_unique<XgbEstimator>(p, kind);
   };
   return def;
 }
 
 }  // namespace
 
-GEOMX_REGISTER_ESTIMATOR(MakeXgbDef(false));
-GEOMX_REGISTER_ESTIMATOR(MakeXgbDef(true));
+GEOMX_REGISTER_ESTIMATOR(MakeXgbDef(XgbKind::kClassifier));
+GEOMX_REGISTER_ESTIMATOR(MakeXgbDef(XgbKind::kRegressor));
+GEOMX_REGISTER_ESTIMATOR(MakeXgbDef(XgbKind::kRanker));
 
 }  // namespace geomx::algorithms

@@ -8,7 +8,8 @@ case), and prints one JSON line:
 
   sklearn_algos.py --case NAME --data DIR --threads N   DIR holds train.bin and test.bin (format below)
   sklearn_algos.py --check                               exit 0 when numpy, scipy, sklearn, threadpoolctl import
-                                                         (xgboost is optional: only the xgboost case needs it)
+                                                         (xgboost is optional: only the xgboost and lambdamart
+                                                         cases need it)
 
 The hyper-parameters of each case are the geomx side's (bench/algos_bench.cc, AlgosCases()): keep both in step.
 Run with Debian's /usr/bin/python3 (packages python3-sklearn, python3-numpy). Threads: the caller sets
@@ -95,6 +96,15 @@ def purity(clusters, labels):
     return total / len(labels)
 
 
+def query_rows(qids):
+    """The row indices of each query (in order of qid), each in file order."""
+    import numpy as np
+    qids = np.asarray(qids)
+    order_q = np.argsort(qids, kind="stable")  # stable: file order within a query
+    bounds = np.flatnonzero(np.diff(qids[order_q])) + 1
+    return np.split(order_q, bounds)
+
+
 def mean_ndcg_at(scores, rel, qids, k=10):
     """NDCG@k averaged over queries: gain 2^rel - 1, discount log2(rank + 1); rows ranked by descending score, ties
     by ascending relevance then file order (pessimistic); a query whose ideal DCG is 0 counts as 1."""
@@ -102,10 +112,7 @@ def mean_ndcg_at(scores, rel, qids, k=10):
     scores = np.asarray(scores, dtype=np.float64)
     rel = np.asarray(rel, dtype=np.float64)
     total, groups = 0.0, 0
-    order_q = np.argsort(qids, kind="stable")
-    bounds = np.flatnonzero(np.diff(qids[order_q])) + 1
-    for idx in np.split(order_q, bounds):
-        idx = np.sort(idx)  # file order within the query
+    for idx in query_rows(qids):
         s, r = scores[idx], rel[idx]
         ranked = np.lexsort((np.arange(len(idx)), r, -s))[:k]
         ideal = np.sort(r)[::-1][:k]
@@ -117,15 +124,31 @@ def mean_ndcg_at(scores, rel, qids, k=10):
     return total / groups if groups else 0.0
 
 
+def mean_average_precision(scores, rel, qids):
+    """MAP: relevance > 0 is relevant; rows ranked as in mean_ndcg_at; queries without a relevant row skipped."""
+    import numpy as np
+    scores = np.asarray(scores, dtype=np.float64)
+    rel = np.asarray(rel, dtype=np.float64)
+    total, counted = 0.0, 0
+    for idx in query_rows(qids):
+        s, r = scores[idx], rel[idx]
+        ranked = np.lexsort((np.arange(len(idx)), r, -s))
+        hits = r[ranked] > 0
+        if not hits.any():
+            continue
+        precision = np.cumsum(hits) / np.arange(1, len(idx) + 1)
+        total += float(np.sum(precision[hits]) / hits.sum())
+        counted += 1
+    return total / counted if counted else 0.0
+
+
 def pairwise_differences(X, rel, qids):
     """RankSVM's pairs: within each query, x_i - x_j for every rel_i > rel_j. Every other pair is negated with label
     -1 (LinearSVC needs two classes); without an intercept the loss of (-d, -1) equals that of (d, +1), so the
     objective is exactly C * sum over pairs."""
     import numpy as np
     diffs = []
-    order_q = np.argsort(qids, kind="stable")
-    bounds = np.flatnonzero(np.diff(qids[order_q])) + 1
-    for idx in np.split(order_q, bounds):
+    for idx in query_rows(qids):
         r = rel[idx]
         i, j = np.nonzero(r[:, None] > r[None, :])
         if len(i):
@@ -182,11 +205,78 @@ def run_xgboost(train, test, threads):
             "trees": int(booster.num_boosted_rounds()) * classes}
 
 
+# The lambdamart case: geomx's LambdaMART settings in XGBoost's words (rank:ndcg, depth 6 = 64 leaves).
+XGBOOST_RANK_PARAMS = dict(objective="rank:ndcg", tree_method="hist", max_depth=6, eta=0.1, min_child_weight=1,
+                           reg_lambda=1, max_bin=256)
+XGBOOST_RANK_ROUNDS = 100
+
+
+def run_xgboost_ranker(train, test, threads):
+    """XGBoost rank:ndcg on the training rows grouped by qid (stable order within a query, group sizes from
+    set_group); the DMatrix construction is in the fit time; scores by inplace_predict; NDCG@10 and MAP as geomx."""
+    try:
+        import xgboost as xgb
+    except ImportError as e:
+        raise PeerUnavailable("no Python module 'xgboost': install Debian's python3-xgboost "
+                              "(scripts/install-deps.sh --bench)") from e
+    import numpy as np
+    order = np.argsort(train["qids"], kind="stable")
+    X, y, q = train["X"][order], train["targets"][order], train["qids"][order]
+    _, groups = np.unique(q, return_counts=True)  # q is sorted, so the counts are the groups in order
+    params = dict(XGBOOST_RANK_PARAMS, nthread=threads, verbosity=1)
+
+    def fit():
+        dtrain = xgb.DMatrix(X, label=y, nthread=threads)
+        dtrain.set_group(groups)
+        return xgb.train(params, dtrain, num_boost_round=XGBOOST_RANK_ROUNDS)
+    booster, fit_s = timed(fit)
+    scores, pred_s = timed(lambda: booster.inplace_predict(test["X"]))
+    scores = np.asarray(scores)
+    described = ("xgboost xgb.train(" + ", ".join(f"{k}={v!r}" for k, v in params.items() if k != "verbosity") +
+                 f", num_boost_round={XGBOOST_RANK_ROUNDS}) on DMatrix(nthread={threads}) with set_group, "
+                 "inplace_predict")
+    metrics = {"ndcg@10": mean_ndcg_at(scores, test["targets"], test["qids"], 10),
+               "map": mean_average_precision(scores, test["targets"], test["qids"])}
+    return {"case": "lambdamart", "fit_seconds": fit_s, "predict_seconds": pred_s, "metrics": metrics,
+            "peer": described, "xgboost": xgb.__version__, "threads": threads, "train_rows": int(X.shape[0]),
+            "test_rows": int(test["X"].shape[0]), "queries": int(len(groups))}
+
+
+# The ranking ensembles whose peer is the best single feature (no library has RankBoost or AdaRank to compare with:
+# the issue's bar is to beat the strongest one-feature ranker).
+BEST_SINGLE_FEATURE_CASES = ("rankboost", "adarank", "gbrank")
+
+
+def run_best_single_feature(name, train, test, threads):
+    """The best single-feature ranker: every feature, as it is and negated, scores the TRAINING rows; the one of
+    highest training NDCG@10 (first of equals) is the model, and scores the test rows. Its fit time is that search."""
+    import numpy as np
+    X, Xt = train["X"], test["X"]
+
+    def fit():
+        best = (-1.0, 0, 1.0)
+        for f in range(X.shape[1]):
+            for sign in (1.0, -1.0):
+                ndcg = mean_ndcg_at(sign * X[:, f], train["targets"], train["qids"], 10)
+                if ndcg > best[0]:
+                    best = (ndcg, f, sign)
+        return best
+    (train_ndcg, feature, sign), fit_s = timed(fit)
+    scores, pred_s = timed(lambda: sign * Xt[:, feature])
+    metrics = {"ndcg@10": mean_ndcg_at(scores, test["targets"], test["qids"], 10),
+               "map": mean_average_precision(scores, test["targets"], test["qids"])}
+    described = (f"the best single feature by training NDCG@10 (both signs): {'-' if sign < 0 else '+'}x{feature}, "
+                 f"training NDCG@10 {train_ndcg:.4f}")
+    return {"case": name, "fit_seconds": fit_s, "predict_seconds": pred_s, "metrics": metrics, "peer": described,
+            "threads": threads, "train_rows": int(X.shape[0]), "test_rows": int(Xt.shape[0]),
+            "feature": int(feature), "sign": int(sign), "train_ndcg@10": train_ndcg}
+
+
 def run_case(name, train, test, threads):
     import numpy as np
     import sklearn
     from sklearn.cluster import KMeans
-    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
     from sklearn.linear_model import LogisticRegression, SGDClassifier
     from sklearn.metrics import normalized_mutual_info_score
     from sklearn.neighbors import KNeighborsClassifier
@@ -194,6 +284,10 @@ def run_case(name, train, test, threads):
 
     if name == "xgboost":
         return run_xgboost(train, test, threads)
+    if name == "lambdamart":
+        return run_xgboost_ranker(train, test, threads)
+    if name in BEST_SINGLE_FEATURE_CASES:
+        return run_best_single_feature(name, train, test, threads)
     X, Xt = train["X"], test["X"]
     info = {}
     # name -> (estimator class, its keyword arguments): geomx's hyper-parameters in scikit-learn's words.
@@ -219,9 +313,14 @@ def run_case(name, train, test, threads):
         "gbdt": (HistGradientBoostingClassifier, dict(max_iter=100, learning_rate=0.1, max_leaf_nodes=31,
                                                       min_samples_leaf=20, max_bins=255, l2_regularization=0.0,
                                                       early_stopping=False, random_state=0)),
+        # recipes/random_forest.yaml's settings (scikit-learn's defaults), one tree per job at a time.
+        "random-forest": (RandomForestClassifier, dict(n_estimators=100, criterion="gini", max_depth=None,
+                                                       min_samples_split=2, min_samples_leaf=1, max_features="sqrt",
+                                                       bootstrap=True, n_jobs=threads, random_state=0)),
     }
     if name not in specs:
-        raise ValueError(f"unknown case '{name}' (cases: {', '.join(list(specs) + ['xgboost'])})")
+        cases = list(specs) + ['xgboost', 'lambdamart'] + list(BEST_SINGLE_FEATURE_CASES)
+        raise ValueError(f"unknown case '{name}' (cases: {', '.join(cases)})")
     cls, kwargs = specs[name]
     est = cls(**kwargs)
     described = f"sklearn {cls.__name__}(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"

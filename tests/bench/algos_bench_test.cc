@@ -10,6 +10,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -196,6 +197,7 @@ TEST(AlgosBenchCases, EveryEstimatorInThisBuildAcceptsItsCaseParameters) {
   }
   EXPECT_NE(algorithms::EstimatorRegistry::Find("xgboost"), nullptr);
   EXPECT_NE(algorithms::EstimatorRegistry::Find("gbdt"), nullptr);
+  EXPECT_NE(algorithms::EstimatorRegistry::Find("random-forest"), nullptr);
 }
 
 // Two parameter texts that mean the same: equal numbers ("0" and "0.0"), else equal words.
@@ -210,12 +212,14 @@ bool SameValue(const std::string& a, const std::string& b) {
 
 // The tree cases run their recipes' settings on the recipes' data, at full size (60,000 / 10,000).
 TEST(AlgosBenchCases, TreeCasesMatchTheirRecipes) {
-  for (const std::string name : {"xgboost", "gbdt"}) {
+  for (const std::string name : {"xgboost", "gbdt", "random-forest"}) {
     auto selected = SelectAlgosCases({name});
     ASSERT_TRUE(selected.ok()) << name << ": " << selected.status().message();
     ASSERT_EQ(selected->size(), 1u);
     const AlgosCase& c = *selected->front();
-    auto recipe = cli::LoadRecipe((testing::SourceDir() / "recipes" / (name + ".yaml")).string());
+    std::string stem = name;  // recipes/random_forest.yaml for the case random-forest
+    std::replace(stem.begin(), stem.end(), '-', '_');
+    auto recipe = cli::LoadRecipe((testing::SourceDir() / "recipes" / (stem + ".yaml")).string());
     ASSERT_TRUE(recipe.ok()) << recipe.status().message();
     ASSERT_TRUE(recipe->has_algorithm) << name;
     EXPECT_EQ(c.estimator, recipe->algorithm.name);
@@ -359,6 +363,44 @@ TEST(AlgosBenchPeer, ScriptKnowsEveryCaseAndRunsTheTreeCases) {
       EXPECT_NE(json.find("max_bin=256"), std::string::npos) << json;
     }
   }
+}
+
+// The lambdamart case's peer: XGBoost rank:ndcg on a tiny ranking table, its groups taken from the table's qids (the
+// training rows come shuffled across queries, so a peer that ignored the qids would see one group per run of rows).
+TEST(AlgosBenchPeer, LambdaMartCaseRunsXgboostRankNdcgOnTheQids) {
+  const std::string why = PeerUnavailableReason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  if (std::system("/usr/bin/python3 -c 'import xgboost' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 has no xgboost (Debian python3-xgboost)";
+  }
+  auto ranking = [](int64_t queries, uint64_t seed) {
+    data::Table t;
+    t.cols = 3;
+    uint64_t state = seed;
+    for (int64_t i = 0; i < queries * 10; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      const float rel = static_cast<float>((state >> 33) % 3);
+      t.dense.insert(t.dense.end(), {rel + static_cast<float>((state >> 40) % 100) / 200.0f, 0.5f, -rel});
+      t.targets.push_back(rel);
+      t.qids.push_back((i * 7) % queries);  // rows of a query interleaved
+      ++t.rows;
+    }
+    return t;
+  };
+  testing::ScratchDir dir;
+  ASSERT_TRUE(WriteBenchTable(ranking(12, 1), (dir / "train.bin").string()).ok());
+  ASSERT_TRUE(WriteBenchTable(ranking(5, 2), (dir / "test.bin").string()).ok());
+  const testing::CommandResult r =
+      RunShell("/usr/bin/python3 '" + (testing::SourceDir() / "bench/peers/sklearn_algos.py").string() + "' --data '" +
+               dir.path().string() + "' --threads 1 --case lambdamart");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t line = r.output.rfind("{\"case\": \"lambdamart\"");
+  ASSERT_NE(line, std::string::npos) << r.output;
+  const std::string json = r.output.substr(line);
+  EXPECT_EQ(NumberAfter(json, "queries"), 12.0) << json;
+  EXPECT_GT(NumberAfter(json, "ndcg@10"), 0.99) << json;  // the first feature orders every query
+  EXPECT_GT(NumberAfter(json, "map"), 0.99) << json;
+  EXPECT_NE(json.find("rank:ndcg"), std::string::npos) << json;
 }
 
 // The JSON object of case `name` in the command's --out file.

@@ -167,6 +167,36 @@ TEST(AlgorithmCliTest, TrainEvalPredictAlgos) {
   EXPECT_NE(typo.output.find("did you mean 'logreg'"), std::string::npos) << typo.output;
 }
 
+// The tree ensembles' run folders hold the JSON dump and the feature importances: their counts agree with each other
+// and with the model (every split of trees.json is one "weight" of its feature).
+TEST(AlgorithmCliTest, TreeRunsWriteTheirDumpAndImportances) {
+  ScratchDir dir;
+  WriteFile(dir / "t.csv", CsvTable(300));
+  WriteFile(dir / "x.yaml",
+            "name: x\nthreads: 1\nalgorithm: {name: xgboost, n_estimators: 3, max_depth: 2}\n"
+            "data: {name: csv, path: t.csv, test_fraction: 0.25}\n");
+  auto train = RunGeomx("train x.yaml --out run", dir.path());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const std::string dump = testing::ReadFile(dir / "run" / "trees.json");
+  EXPECT_EQ(dump.rfind("{\"format\": \"geomx-trees\", \"version\": 1", 0), 0u) << dump.substr(0, 80);
+  size_t splits = 0;
+  for (size_t at = dump.find("\"feature\": "); at != std::string::npos; at = dump.find("\"feature\": ", at + 1)) {
+    ++splits;
+  }
+  const std::string csv = testing::ReadFile(dir / "run" / "importance.csv");
+  ASSERT_EQ(csv.rfind("feature,weight,gain,cover,total_gain,total_cover\n", 0), 0u) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << "a header and one line per feature (3)";
+  double weights = 0;
+  for (size_t line = csv.find('\n') + 1; line < csv.size(); line = csv.find('\n', line) + 1) {
+    const size_t comma = csv.find(',', line);
+    weights += std::stod(csv.substr(comma + 1, csv.find(',', comma + 1) - comma - 1));
+  }
+  EXPECT_GT(splits, 0u);
+  EXPECT_EQ(weights, static_cast<double>(splits)) << csv;
+  EXPECT_NE(testing::ReadFile(dir / "run" / "summary.json").find("\"files\": [\"trees.json\", \"importance.csv\"]"),
+            std::string::npos);
+}
+
 TEST(AlgorithmCliTest, BadDataIsAUserErrorWithoutARunFolder) {
   ScratchDir dir;
   WriteFile(dir / "one.csv", "x,label\n1,a\n2,a\n3,a\n4,a\n");

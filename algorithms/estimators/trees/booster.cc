@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "algorithms/estimators/shard_checks.h"
+#include "algorithms/estimators/trees/rank_objective.h"
 #include "engine/base/rng.h"
 
 namespace geomx::algorithms::trees {
@@ -37,7 +38,17 @@ void Softmax(float* p, int k) {
   for (int j = 0; j < k; ++j) p[j] = static_cast<float>(p[j] / s);
 }
 
-bool IsClassification(Objective o) { return o != Objective::kSquaredError; }
+bool IsClassification(Objective o) { return o == Objective::kLogistic || o == Objective::kSoftmax; }
+
+RankGradientOptions RankOptionsOf(const BoosterOptions& o) {
+  RankGradientOptions r;
+  r.loss = o.objective == Objective::kRankPairwise ? RankLoss::kPairwise : RankLoss::kNdcg;
+  r.ndcg_truncation = o.ndcg_truncation;
+  return r;
+}
+
+// The metric ranking reports and early-stops on (eval NDCG@10; higher is better).
+constexpr int kRankEvalAt = 10;
 
 float LabelOf(const data::Table& t, int64_t i, Objective o) {
   return IsClassification(o) ? static_cast<float>(t.labels[static_cast<size_t>(i)]) : t.targets[static_cast<size_t>(i)];
@@ -46,12 +57,19 @@ float LabelOf(const data::Table& t, int64_t i, Objective o) {
 // Whether `t` can be scored under objective `o` with `groups` outputs and `cols` columns.
 bool Scorable(const data::Table* t, Objective o, int classes, int64_t cols) {
   if (t == nullptr || t->rows == 0 || t->cols != cols) return false;
+  if (IsRankingObjective(o)) {
+    return static_cast<int64_t>(t->targets.size()) == t->rows && static_cast<int64_t>(t->qids.size()) == t->rows;
+  }
   if (!IsClassification(o)) return static_cast<int64_t>(t->targets.size()) == t->rows;
   if (static_cast<int64_t>(t->labels.size()) != t->rows) return false;
   return std::all_of(t->labels.begin(), t->labels.end(), [&](int32_t y) { return y >= 0 && y < classes; });
 }
 
 }  // namespace
+
+bool IsRankingObjective(Objective objective) {
+  return objective == Objective::kRankPairwise || objective == Objective::kRankNdcg;
+}
 
 double RowLoss(Objective objective, const float* margin, int groups, float label) {
   switch (objective) {
@@ -66,6 +84,9 @@ double RowLoss(Objective objective, const float* margin, int groups, float label
       for (int k = 0; k < groups; ++k) s += std::exp(margin[k] - mx);
       return mx + std::log(s) - margin[static_cast<int>(label)];
     }
+    case Objective::kRankPairwise:
+    case Objective::kRankNdcg:
+      return 0;
   }
   return 0;
 }
@@ -94,6 +115,9 @@ Status Booster::Check(const data::Table& train, Collective* collective, int* cla
              std::to_string(train.num_classes) + ")");
       }
     }
+  } else if (IsRankingObjective(o_.objective)) {
+    const Status st = CheckRankingTable(name, train, RankOptionsOf(o_).loss);
+    if (!st.ok() && local.ok()) local = st;
   } else {
     if (static_cast<int64_t>(train.targets.size()) != train.rows) fail("the training table has no regression targets");
     for (size_t i = 0; i < train.targets.size() && local.ok(); ++i) {
@@ -121,6 +145,9 @@ Status Booster::Check(const data::Table& train, Collective* collective, int* cla
     rows += all[r + 3];
   }
   if (rows == 0) return Status::InvalidArgument(name + ": the training table is empty");
+  if (IsRankingObjective(o_.objective) && collective != nullptr) {
+    GEOMX_RETURN_IF_ERROR(CheckWholeQueries(name, train, collective));
+  }
   *classes = 1;
   if (cls) {
     GEOMX_RETURN_IF_ERROR(CheckClassesAcrossShards(name, train, collective));
@@ -137,6 +164,10 @@ Status Booster::BaseMargins(const data::Table& train, Collective* collective, in
   const int groups = o_.objective == Objective::kSoftmax ? classes : 1;
   ensemble_.groups = groups;
   ensemble_.base_margin.assign(static_cast<size_t>(groups), 0.0f);
+  if (IsRankingObjective(o_.objective)) {  // scores are only compared within a query: the base cancels
+    if (!o_.base_score_auto) ensemble_.base_margin[0] = static_cast<float>(o_.base_score);
+    return Status::Ok();
+  }
   if (!o_.base_score_auto) {
     if (o_.objective == Objective::kLogistic) {
       if (!(o_.base_score > 0 && o_.base_score < 1)) {
@@ -207,6 +238,10 @@ Status Booster::Fit(const data::Table& train, const FitContext& context) {
   const data::Table* eval = Scorable(context.eval, obj, classes, train.cols) ? context.eval : nullptr;
   std::vector<float> eval_margins;
   if (eval != nullptr) eval_margins = ensemble_.PredictMargins(*eval, threads);
+  const bool ranking = IsRankingObjective(obj);
+  QueryGroups queries;
+  if (ranking) queries = GroupQueries(train.qids);
+  std::vector<float> rank_g, rank_h;
 
   std::vector<float> prob(static_cast<size_t>(n * groups));
   std::vector<GradPair> gpair(static_cast<size_t>(n));
@@ -216,6 +251,7 @@ Status Booster::Fit(const data::Table& train, const FitContext& context) {
   const int rank = coll != nullptr ? coll->rank() : 0;
   double best_loss = std::numeric_limits<double>::infinity();
   best_round_ = -1;
+  int64_t summed_before = 0;  // floats summed over the job before this round (this worker's part)
   for (int64_t round = 0; round < o_.rounds; ++round) {
     if (o_.subsample < 1) {
       Rng rng = Rng(Mix(context.seed, static_cast<uint64_t>(round))).Fork(static_cast<uint64_t>(rank) + 1);
@@ -230,9 +266,17 @@ Status Booster::Fit(const data::Table& train, const FitContext& context) {
       if (obj == Objective::kSoftmax) Softmax(p, groups);
     }
     for (int k = 0; k < groups; ++k) {
+      if (ranking) RankGradients(RankOptionsOf(o_), train, queries, margins.data(), threads, &rank_g, &rank_h);
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelRows)
       for (int64_t i = 0; i < n; ++i) {
         const size_t s = static_cast<size_t>(i);
+        if (ranking) {  // the row weights are in the pairs' gradients already
+          const float keep = sampled[s] ? 1.0f : 0.0f;
+          gpair[s] = o_.second_order ? GradPair{keep * rank_g[s], keep * rank_h[s]}
+                                     : GradPair{keep * rank_g[s], keep * train.weight(i)};
+          if (!o_.second_order) true_h[s] = keep * rank_h[s];
+          continue;
+        }
         const float w = sampled[s] ? train.weight(i) : 0.0f;
         const float p = prob[static_cast<size_t>(i * groups + k)];
         float g = 0, h = 0;
@@ -286,14 +330,25 @@ Status Booster::Fit(const data::Table& train, const FitContext& context) {
       if (eval != nullptr) ensemble_.AddTree(*eval, tree, threads, &eval_margins);
       ensemble_.trees.push_back(std::move(tree));
     }
-    // [train loss, train weight, eval loss, eval weight, interrupted], summed over the workers.
-    std::vector<double> acc(5, 0.0);
-    for (int64_t i = 0; i < n; ++i) {
+    // [train loss, train weight, eval loss, eval weight, interrupted], summed over the workers; ranking: the
+    // pairwise loss and weight, the eval NDCG@10 (one per worker, as every worker scores the whole eval table) and
+    // then [train NDCG@10 sum, train queries].
+    std::vector<double> acc(ranking ? 7 : 5, 0.0);
+    int64_t eval_correct = 0;
+    if (ranking) {
+      PairwiseLogLoss(train, queries, margins.data(), &acc[0], &acc[1]);
+      acc[5] = SumNdcgAt(train, queries, margins, kRankEvalAt);
+      acc[6] = static_cast<double>(queries.size());
+      if (eval != nullptr) {
+        acc[2] = MeanNdcgAt(eval_margins, eval->targets, eval->qids, kRankEvalAt);
+        acc[3] = 1;
+      }
+    }
+    for (int64_t i = 0; i < n && !ranking; ++i) {
       acc[0] += train.weight(i) * RowLoss(obj, margins.data() + i * groups, groups, LabelOf(train, i, obj));
       acc[1] += train.weight(i);
     }
-    int64_t eval_correct = 0;
-    if (eval != nullptr) {
+    if (eval != nullptr && !ranking) {
       for (int64_t i = 0; i < eval->rows; ++i) {
         const float* m = eval_margins.data() + i * groups;
         acc[2] += eval->weight(i) * RowLoss(obj, m, groups, LabelOf(*eval, i, obj));
@@ -315,7 +370,15 @@ Status Booster::Fit(const data::Table& train, const FitContext& context) {
     const double eval_loss = sums[3] > 0 ? sums[2] / sums[3] : std::numeric_limits<double>::quiet_NaN();
     if (context.observer != nullptr) {
       Metrics m = {{"loss", train_loss}, {"trees", static_cast<double>(ensemble_.trees.size())}};
-      if (eval != nullptr) {
+      if (coll != nullptr) {  // what this worker put into job-wide sums this round (the WAN carries it per DC)
+        const int64_t now = summed_floats_ + grower.summed_floats();
+        m.push_back({"summed_mb", static_cast<double>(now - summed_before) * sizeof(float) / 1e6});
+        summed_before = now;
+      }
+      if (ranking) {
+        m.push_back({"train_ndcg@10", sums[6] > 0 ? sums[5] / sums[6] : 0.0});
+        if (eval != nullptr) m.push_back({"ndcg@10", eval_loss});
+      } else if (eval != nullptr) {
         m.push_back({"eval_loss", eval_loss});
         if (IsClassification(obj))
           m.push_back({"accuracy", static_cast<double>(eval_correct) / eval->rows});
@@ -325,8 +388,9 @@ Status Booster::Fit(const data::Table& train, const FitContext& context) {
       context.observer->OnStep(round + 1, m);
     }
     if (o_.early_stopping_rounds > 0 && sums[3] > 0) {
-      if (eval_loss < best_loss) {
-        best_loss = eval_loss;
+      const double score = ranking ? -eval_loss : eval_loss;  // lower is better
+      if (score < best_loss) {
+        best_loss = score;
         best_round_ = round;
       } else if (round - best_round_ >= o_.early_stopping_rounds) {
         ensemble_.trees.resize(static_cast<size_t>((best_round_ + 1) * groups));
@@ -352,7 +416,7 @@ Result<Prediction> Booster::Predict(const data::Table& input, int threads) const
   Prediction out;
   out.value.resize(static_cast<size_t>(input.rows));
   const int groups = ensemble_.groups;
-  if (o_.objective == Objective::kSquaredError) {
+  if (o_.objective == Objective::kSquaredError || IsRankingObjective(o_.objective)) {
     out.value = std::move(m);
   } else if (o_.objective == Objective::kLogistic) {
     out.proba_columns = 2;
@@ -384,13 +448,14 @@ void Booster::Save(ModelWriter* out) const {
 Status Booster::Load(const ModelReader& in) {
   std::vector<int64_t> head;
   GEOMX_RETURN_IF_ERROR(in.GetInts(o_.name + ".objective", &head, 3));
-  if (head[0] < 0 || head[0] > static_cast<int64_t>(Objective::kSoftmax)) {
+  if (head[0] < 0 || head[0] > static_cast<int64_t>(Objective::kRankNdcg)) {
     return Status::DataLoss(in.source() + ": section '" + o_.name + ".objective' holds an unknown objective");
   }
   Ensemble e;
   GEOMX_RETURN_IF_ERROR(e.Load(o_.name, in));
   const Objective obj = static_cast<Objective>(head[0]);
-  if ((obj == Objective::kSoftmax) != (e.groups > 1) || IsClassification(obj) != IsClassification(o_.objective)) {
+  if ((obj == Objective::kSoftmax) != (e.groups > 1) || IsClassification(obj) != IsClassification(o_.objective) ||
+      IsRankingObjective(obj) != IsRankingObjective(o_.objective)) {
     return Status::DataLoss(in.source() + ": section '" + o_.name + ".objective' does not match the trees");
   }
   o_.objective = obj;

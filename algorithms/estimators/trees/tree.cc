@@ -96,6 +96,24 @@ std::vector<double> Ensemble::Importance(ImportanceKind kind) const {
   return count;
 }
 
+std::string Ensemble::ImportanceCsv() const {
+  const ImportanceKind kinds[] = {ImportanceKind::kWeight, ImportanceKind::kGain, ImportanceKind::kCover,
+                                  ImportanceKind::kTotalGain, ImportanceKind::kTotalCover};
+  std::vector<std::vector<double>> columns;
+  for (ImportanceKind k : kinds) columns.push_back(Importance(k));
+  std::string out = "feature,weight,gain,cover,total_gain,total_cover\n";
+  char buf[64];
+  for (int64_t f = 0; f < features; ++f) {
+    out += std::to_string(f);
+    for (const std::vector<double>& c : columns) {
+      std::snprintf(buf, sizeof(buf), ",%.9g", c[static_cast<size_t>(f)]);
+      out += buf;
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 std::string Ensemble::DumpJson() const {
   std::string s = "{\"format\": \"geomx-trees\", \"version\": 1, \"num_feature\": ";
   s.append(std::to_string(features)).append(", \"num_group\": ").append(std::to_string(groups));

@@ -74,6 +74,9 @@ struct Ensemble {
   // total_cover (sums).
   std::vector<double> Importance(ImportanceKind kind) const;
   std::string DumpJson() const;
+  // "feature,weight,gain,cover,total_gain,total_cover" then one line per feature (its column index): Importance of
+  // every kind.
+  std::string ImportanceCsv() const;
 
   // Model-file sections "<prefix>.trees.*".
   void Save(const std::string& prefix, ModelWriter* out) const;

@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
+#include <string>
 #include <numeric>
 #include <thread>
 #include <vector>
 
 #include "algorithms/estimators/collective.h"
+#include "algorithms/estimators/estimator.h"
 #include "algorithms/estimators/trees/binning.h"
 #include "algorithms/estimators/trees/grower.h"
 #include "algorithms/estimators/trees/split.h"
@@ -213,6 +217,83 @@ TEST(VotingLearnerTest, OneDataCentreIsExactMode) {
   for (size_t w = 0; w < 3; ++w) {
     ExpectSameTree(exact.trees[w], voting.trees[w], 0);
     EXPECT_EQ(exact.summed[w], voting.summed[w]) << "one data centre: no votes";
+  }
+}
+
+// Collects each round's summed_mb.
+class SummedObserver final : public FitObserver {
+ public:
+  void OnStep(int64_t, const Metrics& m) override { mb.push_back(MetricValue(m, "summed_mb")); }
+  std::vector<double> mb;
+};
+
+// Binary labels from 3 of 60 features.
+data::Table WideTable(int64_t rows, uint64_t seed) {
+  Rng rng(seed);
+  data::Table t;
+  t.cols = 60;
+  t.num_classes = 2;
+  for (int64_t i = 0; i < rows; ++i) {
+    double score = 0;
+    for (int j = 0; j < 60; ++j) {
+      const double x = rng.Normal();
+      t.dense.push_back(static_cast<float>(x));
+      if (j < 3) score += j == 2 ? -x : x;
+    }
+    t.labels.push_back(score > 0 ? 1 : 0);
+    ++t.rows;
+  }
+  return t;
+}
+
+TEST(VotingLearnerTest, GbdtVotesAwayMostOfTheSummedBytesAndKeepsItsAccuracy) {
+  const data::Table train = WideTable(2400, 1), test = WideTable(600, 2);
+  double accuracy[2] = {0, 0};
+  std::vector<double> mb[2];
+  for (int voting = 0; voting < 2; ++voting) {
+    std::map<std::string, std::string> params = {{"max_iter", "5"}, {"max_leaf_nodes", "8"}};
+    if (voting == 1) {
+      params["tree_learner"] = "voting";
+      params["top_k"] = "3";
+    }
+    ThreadCollectiveGroup group({2, 2});
+    std::vector<std::unique_ptr<Estimator>> models;
+    std::vector<SummedObserver> observers(4);
+    std::vector<Status> status(4);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 4; ++w) {
+      auto made = CreateEstimator("gbdt", params);
+      ASSERT_TRUE(made.ok()) << made.status().ToString();
+      models.push_back(std::move(*made));
+    }
+    for (int w = 0; w < 4; ++w) {
+      threads.emplace_back([&, w] {
+        std::vector<int64_t> rows;
+        for (int64_t i = w; i < train.rows; i += 4) rows.push_back(i);
+        FitContext c;
+        c.collective = group.Worker(w);
+        c.observer = &observers[static_cast<size_t>(w)];
+        status[static_cast<size_t>(w)] = models[static_cast<size_t>(w)]->Fit(train.Select(rows), c);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& st : status) ASSERT_TRUE(st.ok()) << st.ToString();
+    Result<Prediction> p = models[0]->Predict(test, 1);
+    ASSERT_TRUE(p.ok());
+    int correct = 0;
+    for (int64_t i = 0; i < test.rows; ++i) {
+      correct += static_cast<int>(p->value[static_cast<size_t>(i)]) == test.labels[static_cast<size_t>(i)];
+    }
+    accuracy[voting] = static_cast<double>(correct) / static_cast<double>(test.rows);
+    mb[voting] = observers[0].mb;
+    ASSERT_EQ(mb[voting].size(), 5u);
+  }
+  EXPECT_GT(accuracy[0], 0.8);
+  EXPECT_NEAR(accuracy[1], accuracy[0], 0.03);
+  for (size_t r = 0; r < 5; ++r) {
+    EXPECT_GT(mb[1][r], 0) << r;
+    // 6 of 60 features' histograms (plus 60 votes) per node instead of 60: well under a third.
+    EXPECT_LT(mb[1][r] * 3, mb[0][r]) << "round " << r;
   }
 }
 

@@ -20,6 +20,7 @@
 #include "algorithms/estimators/trees/tree.h"
 #include "datasets/table.h"
 #include "engine/base/rng.h"
+#include "tests/algorithms/estimators/tree_model_util.h"
 
 namespace geomx::algorithms {
 namespace {
@@ -267,15 +268,7 @@ std::vector<double> WalkDump(const Json& dump, const float* x) {
   return m;
 }
 
-trees::Ensemble EnsembleOf(const Estimator& est, const std::string& prefix) {
-  ModelWriter w;
-  est.Save(&w);
-  auto r = ModelReader::Parse(w.Encode(), "model");
-  EXPECT_TRUE(r.ok());
-  trees::Ensemble e;
-  EXPECT_TRUE(e.Load(prefix, *r).ok());
-  return e;
-}
+using testing::EnsembleOf;
 
 TEST(XgbTest, PredictionsEqualAWalkOfTheJsonDumpAndImportanceCountsSplits) {
   data::Table s = Spirals(150, 3, 2, 5);
