@@ -48,7 +48,7 @@ Result<std::vector<double>> NormalisedFeatures(const data::Table& t, Normalize k
     return Status::InvalidArgument("adarank: normalize scales every feature within its query, and " + what +
                                    " has no query ids (qid:)");
   }
-  for (const std::vector<int64_t>& rows : QueryRows(t.qids)) {
+  for (const std::vector<int64_t>& rows : GroupByQuery(t.qids)) {
     for (int64_t f = 0; f < d; ++f) {
       auto at = [&](int64_t i) -> double& { return x[static_cast<size_t>(i * d + f)]; };
       double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0, abs_sum = 0;
@@ -186,7 +186,7 @@ Status AdaRank::Fit(const data::Table& train, const FitContext& context) {
   Collective* coll = context.collective;
   // Queries whose rows share one relevance level score the same under every ranking: they are left out.
   std::vector<std::vector<int64_t>> queries;
-  for (std::vector<int64_t>& rows : QueryRows(train.qids)) {
+  for (std::vector<int64_t>& rows : GroupByQuery(train.qids)) {
     const float first = train.targets[static_cast<size_t>(rows[0])];
     const bool levels = std::any_of(rows.begin(), rows.end(),
                                     [&](int64_t i) { return train.targets[static_cast<size_t>(i)] != first; });

@@ -139,6 +139,8 @@ Metrics EvaluateTask(data::TableTask task, const data::Table& truth, const Predi
 // Ranking metrics of one score vector against graded relevance grouped by qids (rows of a query need not be
 // contiguous). NDCG@k with gain 2^rel - 1 and log2 discount, queries whose ideal DCG is 0 count as 1 (as LightGBM and
 // RankLib do); MAP with relevance > 0 as relevant, queries without relevant rows skipped.
+// Row indices grouped by query id, queries in first-appearance order, rows ascending.
+std::vector<std::vector<int64_t>> GroupByQuery(const std::vector<int64_t>& qids);
 double MeanNdcgAt(const std::vector<float>& scores, const std::vector<float>& relevance,
                   const std::vector<int64_t>& qids, int k);
 double MeanAveragePrecision(const std::vector<float>& scores, const std::vector<float>& relevance,

@@ -10,17 +10,6 @@
 namespace geomx::algorithms {
 namespace {
 
-// Row indices grouped by query id, in first-appearance order.
-std::vector<std::vector<int64_t>> GroupByQuery(const std::vector<int64_t>& qids) {
-  std::vector<std::vector<int64_t>> groups;
-  std::unordered_map<int64_t, size_t> where;
-  for (size_t i = 0; i < qids.size(); ++i) {
-    auto [it, fresh] = where.emplace(qids[i], groups.size());
-    if (fresh) groups.emplace_back();
-    groups[it->second].push_back(static_cast<int64_t>(i));
-  }
-  return groups;
-}
 
 // Rows of `rows` by descending score; ties broken by ascending relevance (the pessimistic order, so a constant
 // scorer does not get credit for the file's order).
@@ -34,6 +23,17 @@ std::vector<int64_t> RankRows(std::vector<int64_t> rows, const std::vector<float
 }
 
 }  // namespace
+
+std::vector<std::vector<int64_t>> GroupByQuery(const std::vector<int64_t>& qids) {
+  std::vector<std::vector<int64_t>> groups;
+  std::unordered_map<int64_t, size_t> where;
+  for (size_t i = 0; i < qids.size(); ++i) {
+    auto [it, fresh] = where.emplace(qids[i], groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(static_cast<int64_t>(i));
+  }
+  return groups;
+}
 
 double MeanNdcgAt(const std::vector<float>& scores, const std::vector<float>& relevance,
                   const std::vector<int64_t>& qids, int k) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 namespace geomx::algorithms {
 
@@ -36,17 +35,6 @@ Status CheckRankingTable(const std::string& name, const data::Table& train) {
     }
   }
   return Status::Ok();
-}
-
-std::vector<std::vector<int64_t>> QueryRows(const std::vector<int64_t>& qids) {
-  std::vector<std::vector<int64_t>> groups;
-  std::unordered_map<int64_t, size_t> where;
-  for (size_t i = 0; i < qids.size(); ++i) {
-    auto [it, fresh] = where.emplace(qids[i], groups.size());
-    if (fresh) groups.emplace_back();
-    groups[it->second].push_back(static_cast<int64_t>(i));
-  }
-  return groups;
 }
 
 double QueryMetric(RankMetric metric, int k, const std::vector<int64_t>& rows, const std::vector<double>& scores,

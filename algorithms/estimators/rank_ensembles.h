@@ -23,10 +23,6 @@ namespace geomx::algorithms {
 // An empty table passes (the job-wide counts decide; one worker may hold no query).
 Status CheckRankingTable(const std::string& name, const data::Table& train);
 
-// Row indices grouped by query id, queries in order of first appearance (rows of a query need not be adjacent),
-// rows of a query in table order.
-std::vector<std::vector<int64_t>> QueryRows(const std::vector<int64_t>& qids);
-
 // The metric AdaRank boosts on, for one query: NDCG@k or average precision with exactly the definitions of
 // MeanNdcgAt / MeanAveragePrecision (estimator.h): equal scores ranked pessimistically, NDCG of a query whose ideal
 // DCG is 0 = 1, AP of a query without relevant rows = 0 (such queries are left out of training).

@@ -1,6 +1,7 @@
-// What the classifiers that fit across workers (logreg, ftrl, ftml) check first, together, so every worker reaches
-// the same verdict: the shards agree on columns and classes and carry valid labels, at least two classes occur in
-// the union, the row weights add up to something. Plus the logistic function both families use.
+// What the estimators that fit across workers check first, together, so every worker reaches the same verdict: for
+// the classifiers (logreg, ftrl, ftml) the shards agree on columns and classes and carry valid labels, at least two
+// classes occur in the union, the row weights add up to something; for the tree ensembles each shard's rows are
+// valid and the shards agree on their shape. Plus the logistic function logreg and the online learners use.
 #pragma once
 
 #include <cmath>
@@ -28,6 +29,24 @@ Result<ShardShape> ExchangeShardShape(const std::string& name, const data::Table
 
 // Class counts summed over the shards; kInvalidArgument unless at least two classes occur.
 Status CheckClassesAcrossShards(const std::string& name, const data::Table& train, Collective* collective);
+
+// What CheckShardRows requires of each row besides its weight.
+enum class RowLabels : uint8_t {
+  kClasses,  // a label in [0, num_classes)
+  kTargets,  // a finite regression target
+  kNone,     // nothing (the caller checks, as ranking does its relevance)
+};
+
+// The checks of one shard that need no other worker: feature columns (when it has rows), at most one finite,
+// non-negative weight per row, and per `labels`. kInvalidArgument naming `name` and the first bad row.
+Status CheckShardRows(const std::string& name, const data::Table& train, RowLabels labels);
+
+// Every worker's verdict `local` and shape (columns, classes, rows) gathered (`collective` may be null: one shard),
+// so that all return the same error or go on together. Returns the rows of each worker's shard; else this worker's
+// own verdict, kFailedPrecondition naming a worker that rejected its shard, or kInvalidArgument when the shards
+// disagree on the number of columns or classes.
+Result<std::vector<int64_t>> ExchangeVerdicts(const std::string& name, const data::Table& train, const Status& local,
+                                              Collective* collective);
 
 inline double Sigmoid(double z) {
   if (z >= 0) return 1.0 / (1.0 + std::exp(-z));

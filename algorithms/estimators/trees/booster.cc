@@ -94,56 +94,13 @@ double RowLoss(Objective objective, const float* margin, int groups, float label
 Status Booster::Check(const data::Table& train, Collective* collective, int* classes) const {
   const std::string& name = o_.name;
   const bool cls = IsClassification(o_.objective);
-  Status local;
-  auto fail = [&](std::string msg) {
-    if (local.ok()) local = Status::InvalidArgument(name + ": " + std::move(msg));
-  };
-  if (train.rows > 0 && train.cols < 1) fail("the training table has no feature columns");
-  if (!train.weights.empty() && static_cast<int64_t>(train.weights.size()) != train.rows) {
-    fail("the training table has " + std::to_string(train.weights.size()) + " weights for " +
-         std::to_string(train.rows) + " rows");
-  }
-  for (size_t i = 0; i < train.weights.size() && local.ok(); ++i) {
-    if (!(train.weights[i] >= 0) || !std::isfinite(train.weights[i]))
-      fail("row " + std::to_string(i) + " has a negative, NaN or infinite weight");
-  }
-  if (cls) {
-    if (static_cast<int64_t>(train.labels.size()) != train.rows) fail("the training table has no class labels");
-    for (size_t i = 0; i < train.labels.size() && local.ok(); ++i) {
-      if (train.labels[i] < 0 || train.labels[i] >= train.num_classes) {
-        fail("row " + std::to_string(i) + " has label " + std::to_string(train.labels[i]) + " outside [0, " +
-             std::to_string(train.num_classes) + ")");
-      }
-    }
-  } else if (IsRankingObjective(o_.objective)) {
-    const Status st = CheckRankingTable(name, train, RankOptionsOf(o_).loss);
-    if (!st.ok() && local.ok()) local = st;
-  } else {
-    if (static_cast<int64_t>(train.targets.size()) != train.rows) fail("the training table has no regression targets");
-    for (size_t i = 0; i < train.targets.size() && local.ok(); ++i) {
-      if (!std::isfinite(train.targets[i])) fail("row " + std::to_string(i) + " has a NaN or infinite target");
-    }
-  }
-  // Every worker learns every verdict and shape, so all return the same error or go on together.
-  const std::vector<float> mine = {local.ok() ? 1.0f : 0.0f, static_cast<float>(train.cols),
-                                   static_cast<float>(train.num_classes), static_cast<float>(train.rows)};
-  std::vector<float> all = mine;
-  if (collective != nullptr) {
-    GEOMX_ASSIGN_OR_RETURN(all, collective->AllGather(name + ".check", mine));
-    if (all.size() != mine.size() * static_cast<size_t>(collective->world())) {
-      return Status::Internal(name + ": shape exchange returned " + std::to_string(all.size()) + " values");
-    }
-  }
-  GEOMX_RETURN_IF_ERROR(local);
-  double rows = 0;
-  for (size_t r = 0; r < all.size(); r += mine.size()) {
-    if (all[r] == 0.0f)
-      return Status::FailedPrecondition(name + ": worker " + std::to_string(r / mine.size()) + " rejected its shard");
-    if (all[r + 1] != all[1] || all[r + 2] != all[2]) {
-      return Status::InvalidArgument(name + ": the workers' shards disagree on the number of columns or classes");
-    }
-    rows += all[r + 3];
-  }
+  const bool ranking = IsRankingObjective(o_.objective);
+  const RowLabels labels = cls ? RowLabels::kClasses : ranking ? RowLabels::kNone : RowLabels::kTargets;
+  Status local = CheckShardRows(name, train, labels);
+  if (local.ok() && ranking) local = CheckRankingTable(name, train, RankOptionsOf(o_).loss);
+  GEOMX_ASSIGN_OR_RETURN(std::vector<int64_t> shards, ExchangeVerdicts(name, train, local, collective));
+  int64_t rows = 0;
+  for (int64_t n : shards) rows += n;
   if (rows == 0) return Status::InvalidArgument(name + ": the training table is empty");
   if (IsRankingObjective(o_.objective) && collective != nullptr) {
     GEOMX_RETURN_IF_ERROR(CheckWholeQueries(name, train, collective));

@@ -354,50 +354,21 @@ namespace {
 // Every worker learns every verdict and shape, so all return the same error or go on together.
 Status CheckTable(const ForestOptions& o, const data::Table& train, Collective* coll) {
   Status local;
-  auto fail = [&](std::string msg) {
-    if (local.ok()) local = Status::InvalidArgument(o.name + ": " + std::move(msg));
-  };
-  if (o.oob_score && !o.bootstrap) fail("oob_score needs bootstrap: true (no row is out of bag otherwise)");
-  if (train.rows > 0 && train.cols < 1) fail("the training table has no feature columns");
-  if (!train.weights.empty() && static_cast<int64_t>(train.weights.size()) != train.rows) {
-    fail("the training table has " + std::to_string(train.weights.size()) + " weights for " +
-         std::to_string(train.rows) + " rows");
-  }
-  for (size_t i = 0; i < train.weights.size() && local.ok(); ++i) {
-    if (!(train.weights[i] >= 0) || !std::isfinite(train.weights[i]))
-      fail("row " + std::to_string(i) + " has a negative, NaN or infinite weight");
-  }
-  if (train.rows >= kMaxExactFloat / 2 || train.cols >= kMaxExactFloat)
-    fail("the table has too many rows or columns for a forest (rows < 2^23, columns < 2^24)");
-  if (o.classification()) {
-    if (static_cast<int64_t>(train.labels.size()) != train.rows) fail("the training table has no class labels");
-    for (size_t i = 0; i < train.labels.size() && local.ok(); ++i) {
-      if (train.labels[i] < 0 || train.labels[i] >= train.num_classes) {
-        fail("row " + std::to_string(i) + " has label " + std::to_string(train.labels[i]) + " outside [0, " +
-             std::to_string(train.num_classes) + ")");
-      }
-    }
+  if (o.oob_score && !o.bootstrap) {
+    local = Status::InvalidArgument(o.name + ": oob_score needs bootstrap: true (no row is out of bag otherwise)");
+  } else if (train.rows >= kMaxExactFloat / 2 || train.cols >= kMaxExactFloat) {
+    local = Status::InvalidArgument(o.name +
+                                    ": the table has too many rows or columns for a forest (rows < 2^23, columns "
+                                    "< 2^24)");
   } else {
-    if (static_cast<int64_t>(train.targets.size()) != train.rows) fail("the training table has no regression targets");
-    for (size_t i = 0; i < train.targets.size() && local.ok(); ++i) {
-      if (!std::isfinite(train.targets[i])) fail("row " + std::to_string(i) + " has a NaN or infinite target");
+    local = CheckShardRows(o.name, train, o.classification() ? RowLabels::kClasses : RowLabels::kTargets);
+  }
+  GEOMX_ASSIGN_OR_RETURN(std::vector<int64_t> shards, ExchangeVerdicts(o.name, train, local, coll));
+  for (size_t w = 0; w < shards.size(); ++w) {
+    if (shards[w] == 0) {
+      const std::string who = coll != nullptr ? "worker " + std::to_string(w) + "'s shard" : "the table";
+      return Status::InvalidArgument(o.name + ": " + who + " is empty (each worker grows trees)");
     }
-  }
-  const std::vector<float> mine = {local.ok() ? 1.0f : 0.0f, static_cast<float>(train.cols),
-                                   static_cast<float>(train.num_classes), static_cast<float>(train.rows)};
-  std::vector<float> all = mine;
-  if (coll != nullptr) {
-    GEOMX_ASSIGN_OR_RETURN(all, coll->AllGather(o.name + ".check", mine));
-    if (all.size() != mine.size() * static_cast<size_t>(coll->world()))
-      return Status::Internal(o.name + ": shape exchange returned " + std::to_string(all.size()) + " values");
-  }
-  GEOMX_RETURN_IF_ERROR(local);
-  for (size_t r = 0; r < all.size(); r += mine.size()) {
-    const std::string who = coll != nullptr ? "worker " + std::to_string(r / mine.size()) + "'s shard" : "the table";
-    if (all[r] == 0.0f) return Status::FailedPrecondition(o.name + ": " + who + " was rejected");
-    if (all[r + 1] != all[1] || all[r + 2] != all[2])
-      return Status::InvalidArgument(o.name + ": the workers' shards disagree on the number of columns or classes");
-    if (all[r + 3] == 0) return Status::InvalidArgument(o.name + ": " + who + " is empty (each worker grows trees)");
   }
   if (o.classification()) GEOMX_RETURN_IF_ERROR(CheckClassesAcrossShards(o.name, train, coll));
   double weight = 0;
