@@ -45,7 +45,7 @@ ps::KeySchema EstimatorJobSchema(const std::vector<RowTableSpec>& tables) {
                     .role = ps::KeyRole::kLocal,
                     .init = ps::KeyInit::kNone});
   }
-  // The kernel SVM cascade's levels (algorithms/estimators/kernel_svm.cc registers the reducer).
+  // The kernel SVM cascade's levels (algorithms/estimators/svm_cascade.cc registers the reducer).
   keys.push_back({.key = kCascadeKey, .name = "svm_cascade", .elems = 1, .reducer = "svm_cascade",
                   .role = ps::KeyRole::kAggregate, .init = ps::KeyInit::kNone});
   uint64_t next = kCascadeKey + 1;

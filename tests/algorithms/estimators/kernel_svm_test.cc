@@ -605,7 +605,7 @@ class RecordingCollective final : public Collective {
   Collective* inner_;
 };
 
-// The rows a cascade record holds (kernel_svm.cc's format: a 104-byte header, then 16 + 4 d bytes per row).
+// The rows a cascade record holds (svm_cascade.cc's format: a 104-byte header, then 16 + 4 d bytes per row).
 int64_t CascadeRows(const Bytes& payload, int64_t d) {
   auto records = comm::DecodeRecords(payload);
   EXPECT_TRUE(records.ok());
@@ -660,7 +660,7 @@ TEST(KernelSvm, CascadeRetrainsAtEveryTier) {
   EXPECT_LT(final_rows, train.rows) << "the levels dropped rows";
 }
 
-// A cascade record built here byte by byte from the documented format (kernel_svm.cc): rbf, explicit gamma.
+// A cascade record built here byte by byte from the documented format (svm_cascade.h): rbf, explicit gamma.
 Bytes CascadeRecord(const data::Table& t, double C, double gamma, uint32_t rank) {
   std::string b;
   auto put = [&](auto v) { b.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
