@@ -2,8 +2,9 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
-# Warnings are errors in CI (CI=true is set there).
-WERROR := $(if $(filter true 1,$(CI)),ON,OFF)
+# Warnings are errors in CI (CI=true is set there). Elsewhere the flag is not passed at all, so a build folder keeps
+# what it was configured with: `make run` after `CI=true make test` reuses that build instead of rebuilding it.
+WERROR_FLAG := $(if $(filter true 1,$(CI)),-DGEOMX_WERROR=ON,)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build run test clean
@@ -14,13 +15,15 @@ deps:
 	bash scripts/install-deps.sh
 
 configure: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DGEOMX_WERROR=$(WERROR) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(WERROR_FLAG) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Trains the quick-start recipe: GeoMX's CNN on Fashion-MNIST over a local two-data-centre topology.
-run: build
+# Trains the quick-start recipe: GeoMX's CNN on Fashion-MNIST over a local two-data-centre topology. Builds only the
+# geomx binary (the test suites are built by `make test`).
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target geomx
 	./$(BUILD)/geomx train recipes/quickstart_2dc.yaml
 
 test: build

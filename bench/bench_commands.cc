@@ -44,6 +44,9 @@ CLI::App* AddKernelsCommand(CLI::App* bench, BenchKernelsFlags* f) {
   cmd->add_option("--python", f->python, "Python with torch (Debian python3-torch)");
   cmd->add_option("--torch-script", f->torch_script, "PyTorch peer script");
   cmd->add_flag("--no-torch", f->skip_torch, "Measure geomx only");
+  cmd->add_option("--data", f->data,
+                  "Fashion-MNIST directory both sides train on (auto: /usr/share/datasets/fashion-mnist, "
+                  "data/fashion-mnist)");
   cmd->add_option("--json", f->json_out, "Also write the results as JSON to this file");
   cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2 --json out.json");
   return cmd;
@@ -90,8 +93,9 @@ CLI::App* AddAlgosCommand(CLI::App* bench, BenchAlgosFlags* f) {
 void AddBenchCommands(CLI::App* app, BenchCommandLine* cl) {
   cl->bench_cmd = app->add_subcommand(
       "bench",
-      "Benchmarks: `geomx bench kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ), `geomx bench "
-      "algos` (classical estimators vs scikit-learn)");
+      "Benchmarks: `geomx bench RECIPE --configs a,b` (WAN configurations of a recipe compared), `geomx bench "
+      "kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ), `geomx bench algos` (classical "
+      "estimators vs scikit-learn)");
   AddBenchRecipeOptions(cl->bench_cmd, &cl->recipe);
   cl->bench_cmd->footer(
       "Example:\n  geomx bench recipes/bench_geo2x2.yaml --configs flat-ps,hips,hips+bsc --max-time 600"

@@ -35,6 +35,7 @@ struct BenchKernelsFlags {
   std::string torch_script;  // bench/peers/torch_cnn.py by default (found next to the binary's source tree)
   bool skip_torch = false;
   std::string json_out;  // also write the table as JSON here
+  std::string data = "auto";  // the Fashion-MNIST directory both sides train on (bench/kernels_data.h)
 };
 // `interrupted` (may be null) stops the PyTorch peer (Ctrl-C); the run then reports kCancelled.
 Status RunBenchKernelsCommand(const BenchKernelsFlags& flags, const std::atomic<bool>* interrupted);

@@ -1,20 +1,26 @@
 // `geomx bench kernels`: measures training samples/s of geomx-cnn (forward, loss, backward, Adam) for each batch
 // size x thread count, runs the PyTorch peer (bench/peers/torch_cnn.py) on the same configurations in the same
-// run, and prints the ratio. No thresholds: the numbers are reported, never asserted.
+// run, and prints the ratio. Both sides train on the same real Fashion-MNIST batches in the same order
+// (bench/kernels_data.h): geomx opens the data set, computes the example order and writes it to a temporary file
+// that the peer reads with the images. No thresholds: the numbers are reported, never asserted.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "algorithms/train/trainer.h"
 #include "bench/bench_commands.h"
+#include "bench/kernels_data.h"
 #include "cli/json_writer.h"
 #include "cli/launcher.h"
 #include "engine/backend_registry.h"
@@ -28,7 +34,16 @@ using cli::JsonObject;
 
 namespace {
 
-Result<double> MeasureGeomx(int batch, int threads, int iterations, int warmup) {
+struct Measured {
+  double samples_per_second = 0;
+  double mean_loss = 0;  // over the timed iterations
+};
+
+// One configuration on the geomx side. Each step assembles batch i of `order` on the host (AssembleKernelsBatch:
+// fresh tensors, the data set's normalisation table, labels), then TrainStep: zero the gradients, forward,
+// cross-entropy, backward, Adam, read back the loss and the correct count.
+Result<Measured> MeasureGeomx(const data::Dataset& train, const std::vector<int64_t>& order, int batch, int threads,
+                              int iterations, int warmup) {
   BackendFor(DeviceKind::kCpu).SetNumThreads(threads);
   nn::ModelConfig mc;  // geomx-cnn on 1x28x28, 10 classes
   Rng rng(0);
@@ -36,23 +51,45 @@ Result<double> MeasureGeomx(int batch, int threads, int iterations, int warmup) 
   nn::OptimizerConfig oc;  // adam, lr 0.001
   GEOMX_ASSIGN_OR_RETURN(auto opt, nn::CreateOptimizer(oc));
   const auto params = model->Parameters();
-  std::vector<float> xv(static_cast<size_t>(batch) * 28 * 28);
-  for (auto& v : xv) v = static_cast<float>(rng.Normal());
-  std::vector<int64_t> yv(static_cast<size_t>(batch));
-  for (auto& v : yv) v = static_cast<int64_t>(rng.Below(10));
-  const Tensor x = Tensor::FromVector(xv, Shape({batch, 1, 28, 28}));
-  const Tensor y = Tensor::FromVectorI64(yv, Shape({batch}));
   model->Train();
   train::LocalUpdate update(opt.get());
   std::chrono::steady_clock::time_point t0;
+  double loss_sum = 0;
   for (int i = 0; i < warmup + iterations; ++i) {
     if (i == warmup) t0 = std::chrono::steady_clock::now();
-    GEOMX_ASSIGN_OR_RETURN(train::StepStats s, train::TrainStep(*model, update, params, x, y, i));
-    (void)s;
+    const data::Batch b = AssembleKernelsBatch(train, order, i, batch);
+    GEOMX_ASSIGN_OR_RETURN(train::StepStats s, train::TrainStep(*model, update, params, b.x, b.y, i));
+    if (i >= warmup) loss_sum += s.loss;
   }
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return static_cast<double>(batch) * iterations / dt;
+  return Measured{static_cast<double>(batch) * iterations / dt, loss_sum / iterations};
 }
+
+// A temporary file, removed when the object dies.
+class TempFile {
+ public:
+  TempFile() {
+    std::error_code ec;
+    fs::path dir = fs::temp_directory_path(ec);
+    if (ec) dir = "/tmp";
+    std::string templ = (dir / "geomx-kernels-order-XXXXXX").string();
+    const int fd = mkstemp(templ.data());
+    if (fd >= 0) {
+      close(fd);
+      path_ = templ;
+    }
+  }
+  ~TempFile() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove(path_, ec);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }  // empty when it could not be created
+
+ private:
+  std::string path_;
+};
 
 fs::path DefaultTorchScript() {
   // The binary is usually <source>/build/geomx; also try the working directory.
@@ -73,37 +110,49 @@ std::string Join(const std::vector<int>& v) {
   return s;
 }
 
-// Runs the PyTorch peer; returns (batch, threads) -> samples/s, or an explanation of why it could not run.
-Result<std::map<std::pair<int, int>, double>> MeasureTorch(const BenchKernelsFlags& f,
-                                                           const std::atomic<bool>* interrupted) {
+// The number after `"key": ` in `line`, or false.
+bool NumberAfter(const std::string& line, const char* key, double* out) {
+  const std::string k = std::string("\"") + key + "\": ";
+  const size_t at = line.find(k);
+  if (at == std::string::npos) return false;
+  char* end = nullptr;
+  *out = std::strtod(line.c_str() + at + k.size(), &end);
+  return end != line.c_str() + at + k.size();
+}
+
+// Runs the PyTorch peer on the data in `data_dir` with the example order in `order_file`; returns (batch, threads)
+// -> its figures, or an explanation of why it could not run.
+Result<std::map<std::pair<int, int>, Measured>> MeasureTorch(const BenchKernelsFlags& f, const std::string& data_dir,
+                                                             const std::string& order_file,
+                                                             const std::atomic<bool>* interrupted) {
   const fs::path script = f.torch_script.empty() ? DefaultTorchScript() : fs::path(f.torch_script);
   if (!fs::exists(script)) return Status::NotFound("PyTorch peer script not found: " + script.string());
   Result<std::string> all = cli::RunAndCapture(
-      {f.python, script.string(), "--batch-sizes", Join(f.batch_sizes), "--threads", Join(f.threads),
-       "--iterations", std::to_string(f.iterations), "--warmup", std::to_string(f.warmup)},
+      {f.python, script.string(), "--data", data_dir, "--order", order_file, "--batch-sizes", Join(f.batch_sizes),
+       "--threads", Join(f.threads), "--iterations", std::to_string(f.iterations), "--warmup",
+       std::to_string(f.warmup)},
       interrupted);
   if (!all.ok() && all.status().code() == StatusCode::kCancelled) return all.status();
-  std::map<std::pair<int, int>, double> out;
+  std::map<std::pair<int, int>, Measured> out;
   if (all.ok()) {
     std::string_view rest = *all;
     while (!rest.empty()) {
       const std::string line(rest.substr(0, rest.find('\n')));
       rest.remove_prefix(std::min(rest.size(), line.size() + 1));
-      int b = 0, t = 0;
-      double sps = 0;
-      const char* pb = std::strstr(line.c_str(), "\"batch\": ");
-      const char* pt = std::strstr(line.c_str(), "\"threads\": ");
-      const char* ps = std::strstr(line.c_str(), "\"samples_per_second\": ");
-      if (pb && pt && ps && std::sscanf(pb, "\"batch\": %d", &b) == 1 &&
-          std::sscanf(pt, "\"threads\": %d", &t) == 1 && std::sscanf(ps, "\"samples_per_second\": %lf", &sps) == 1) {
-        out[{b, t}] = sps;
+      double b = 0, t = 0;
+      Measured m;
+      if (NumberAfter(line, "batch", &b) && NumberAfter(line, "threads", &t) &&
+          NumberAfter(line, "samples_per_second", &m.samples_per_second) &&
+          NumberAfter(line, "mean_loss", &m.mean_loss)) {
+        out[{static_cast<int>(b), static_cast<int>(t)}] = m;
       }
     }
   }
   if (!all.ok() || out.empty()) {
     const std::string why = all.ok() ? *all : all.status().message();  // the cause is at its end
-    return Status::Unavailable("the PyTorch peer failed (is python3-torch installed? scripts/install-deps.sh "
-                               "--bench): " + (why.size() > 600 ? "..." + why.substr(why.size() - 600) : why));
+    return Status::Unavailable("the PyTorch peer failed (are python3-torch and python3-numpy installed? "
+                               "scripts/install-deps.sh --bench): " +
+                               (why.size() > 600 ? "..." + why.substr(why.size() - 600) : why));
   }
   return out;
 }
@@ -111,25 +160,38 @@ Result<std::map<std::pair<int, int>, double>> MeasureTorch(const BenchKernelsFla
 }  // namespace
 
 Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool>* interrupted) {
+  if (f.batch_sizes.empty()) return Status::InvalidArgument("--batch-sizes: give at least one batch size");
+  if (f.threads.empty()) return Status::InvalidArgument("--threads: give at least one thread count");
   for (int b : f.batch_sizes) {
     if (b < 1) return Status::InvalidArgument("--batch-sizes: must be >= 1, got " + std::to_string(b));
   }
   for (int t : f.threads) {
     if (t < 1) return Status::InvalidArgument("--threads: must be >= 1, got " + std::to_string(t));
   }
-  std::printf("geomx bench kernels: geomx-cnn training step (forward, cross-entropy, backward, Adam), "
-              "%d timed iterations after %d warm-up\n", f.iterations, f.warmup);
-  std::map<std::pair<int, int>, double> ours;
+  std::string data_dir;
+  GEOMX_ASSIGN_OR_RETURN(const std::shared_ptr<const data::Dataset> train, OpenKernelsTrainingSet(f.data, &data_dir));
+  const std::vector<int64_t> order = KernelsExampleOrder(train->size(), kKernelsOrderSeed);
+  std::printf("geomx bench kernels: geomx-cnn training step (batch assembly, forward, cross-entropy, backward, Adam), "
+              "%d timed iterations after %d warm-up\n"
+              "  data: the Fashion-MNIST training set in %s (%lld examples); both sides train on the same batches in "
+              "the same order (order seed %llu)\n",
+              f.iterations, f.warmup, data_dir.c_str(), static_cast<long long>(train->size()),
+              static_cast<unsigned long long>(kKernelsOrderSeed));
+  std::map<std::pair<int, int>, Measured> ours;
   for (int b : f.batch_sizes) {
     for (int t : f.threads) {
-      GEOMX_ASSIGN_OR_RETURN(double sps, MeasureGeomx(b, t, f.iterations, f.warmup));
-      ours[{b, t}] = sps;
+      GEOMX_ASSIGN_OR_RETURN(ours[std::make_pair(b, t)], MeasureGeomx(*train, order, b, t, f.iterations, f.warmup));
     }
   }
-  std::map<std::pair<int, int>, double> torch;
+  std::map<std::pair<int, int>, Measured> torch;
   std::string torch_note;
   if (!f.skip_torch) {
-    auto r = MeasureTorch(f, interrupted);
+    TempFile order_file;
+    const Status written = order_file.path().empty()
+                               ? Status::Unavailable("cannot create a temporary file for the example order")
+                               : WriteKernelsOrder(order, order_file.path());
+    auto r = written.ok() ? MeasureTorch(f, data_dir, order_file.path(), interrupted)
+                          : Result<std::map<std::pair<int, int>, Measured>>(written);
     if (r.ok()) {
       torch = std::move(r).value();
     } else if (r.status().code() == StatusCode::kCancelled) {
@@ -138,27 +200,39 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool
       torch_note = r.status().message();
     }
   }
-  std::printf("\n%6s %8s %16s %16s %8s\n", "batch", "threads", "geomx samples/s", "torch samples/s", "ratio");
+  std::printf("\n%6s %8s %16s %16s %8s %11s %11s\n", "batch", "threads", "geomx samples/s", "torch samples/s", "ratio",
+              "geomx loss", "torch loss");
   JsonObject json;
   std::string rows;
-  for (const auto& [key, sps] : ours) {
+  for (const auto& [key, m] : ours) {
     const auto it = torch.find(key);
-    const double peer = it == torch.end() ? 0.0 : it->second;
+    const double peer = it == torch.end() ? 0.0 : it->second.samples_per_second;
     char ratio[32] = "-";
     char peer_s[32] = "-";
+    char peer_loss[32] = "-";
     if (peer > 0) {
-      std::snprintf(ratio, sizeof(ratio), "%.2fx", sps / peer);
+      std::snprintf(ratio, sizeof(ratio), "%.2fx", m.samples_per_second / peer);
       std::snprintf(peer_s, sizeof(peer_s), "%.0f", peer);
+      std::snprintf(peer_loss, sizeof(peer_loss), "%.4f", it->second.mean_loss);
     }
-    std::printf("%6d %8d %16.0f %16s %8s\n", key.first, key.second, sps, peer_s, ratio);
+    std::printf("%6d %8d %16.0f %16s %8s %11.4f %11s\n", key.first, key.second, m.samples_per_second, peer_s, ratio,
+                m.mean_loss, peer_loss);
     JsonObject row;
-    row.Add("batch", key.first).Add("threads", key.second).Add("geomx_samples_per_second", sps);
-    if (peer > 0) row.Add("torch_samples_per_second", peer).Add("ratio", sps / peer);
+    row.Add("batch", key.first).Add("threads", key.second).Add("geomx_samples_per_second", m.samples_per_second);
+    row.Add("geomx_mean_loss", m.mean_loss);
+    if (peer > 0) {
+      row.Add("torch_samples_per_second", peer).Add("ratio", m.samples_per_second / peer);
+      row.Add("torch_mean_loss", it->second.mean_loss);
+    }
     if (!rows.empty()) rows += ", ";
     rows += row.str();
   }
+  std::printf("(loss: mean training loss of the timed iterations; both sides see the same batches)\n");
   if (!torch_note.empty()) std::printf("\nPyTorch peer not measured: %s\n", torch_note.c_str());
   if (!f.json_out.empty()) {
+    cli::AddMachineAndDate(&json);
+    json.Add("data", data_dir).Add("order_seed", static_cast<uint64_t>(kKernelsOrderSeed));
+    json.Add("iterations", f.iterations).Add("warmup", f.warmup);
     json.AddRaw("rows", "[" + rows + "]");
     std::ofstream out(f.json_out);
     out << json.str() << "\n";

@@ -144,7 +144,7 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
     return dir.empty() ? comm::TrafficSnapshot{} : ReadTrafficDir(std::filesystem::path(dir) / "traffic");
   };
   if (evaluator && !env.out_dir.empty()) {
-    GEOMX_ASSIGN_OR_RETURN(RunDir opened, RunDir::Open(env.out_dir));
+    GEOMX_ASSIGN_OR_RETURN(RunDir opened, RunDir::OpenOrCreateForWorker(env.out_dir, RecipeToYaml(recipe)));
     run.emplace(std::move(opened));
     progress = std::make_unique<Progress>(stdout, false, recipe.training.log_every);
     listener = std::make_unique<RunListener>(&*run, progress.get(), &model, optimizer.get(), recipe.model.name,

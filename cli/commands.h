@@ -19,10 +19,26 @@ Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe, 
 // the class probabilities per example, written atomically.
 Status RunNeuralPredict(const std::string& run, const std::string& input, const std::string& out);
 
+// `geomx plot RUN [RUN...] [--out FILE.png]`: the training curves of run folders as one PNG (cli/plot.h, PlotRuns),
+// then a line naming the file on stdout. Default FILE: RUN/curves.png for one run; several runs need `out`.
+Status RunPlotCommand(const std::vector<std::string>& runs, const std::string& out);
+
 // `geomx data list`: known datasets, where `path: auto` looks, and whether the files are there.
 Status RunDataListCommand();
 // `geomx data inspect FILE`: format, counts, shapes, class histogram.
 Status RunDataInspectCommand(const std::string& path);
+
+struct DataFetchFlags {
+  std::string name;    // fashion-mnist, mnist or cifar10
+  std::string dir;     // --dir: target directory ("": data/NAME, where `path: auto` looks)
+  std::string mirror;  // --mirror: base URL replacing the official source
+  bool force = false;  // --force: download again over files that fail verification
+};
+// `geomx data fetch NAME`: downloads, verifies (SHA-256) and unpacks a data set (datasets/fetch.h). Progress lines
+// go to stdout, a percentage to stderr when it is a terminal. Exit codes as FetchDataset's errors say: 2 for an
+// unknown name or an existing file that fails verification without --force, 1 for network errors and checksum
+// mismatches of downloads.
+Status RunDataFetchCommand(const DataFetchFlags& flags);
 
 // `geomx algos [NAME]`: the algorithm catalogue; with NAME, one trainable algorithm and its parameters.
 Status RunAlgosCommand(bool all, const std::string& name);

@@ -22,6 +22,7 @@
 #include "cli/json_writer.h"
 #include "cli/run_report.h"
 #include "cli/run_dir.h"
+#include "cli/setup.h"
 
 namespace geomx::cli {
 namespace fs = std::filesystem;
@@ -166,7 +167,7 @@ Status RunAlgorithmTraining(const TrainFlags& flags, const Recipe& recipe, const
   {
     GEOMX_ASSIGN_OR_RETURN(data::TableOptions options, algorithms::TableOptionsOf(job, def->task));
     auto opened = data::OpenTable(job.data, options);
-    if (!opened.ok()) return opened.status();
+    if (!opened.ok()) return DataErrorInRecipeTerms(recipe, opened.status());
   }
   GEOMX_ASSIGN_OR_RETURN(RunDir run, RunDir::Create(dir, RecipeToYaml(recipe)));
   std::printf("geomx: fitting %s (%s) on %s with %d threads; run folder %s\n", job.algorithm.c_str(),
@@ -180,8 +181,9 @@ Status RunAlgorithmTraining(const TrainFlags& flags, const Recipe& recipe, const
 Status RunAlgorithmMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
   GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
   // The job's keys depend on the estimator and the data's shape (row tables): open the data like a worker does.
-  GEOMX_ASSIGN_OR_RETURN(algorithms::PreparedEstimatorJob prepared, algorithms::PrepareEstimatorJob(JobOf(recipe)));
-  return cluster::RunMasterWorker(c, prepared.ps_job, {}, env);
+  Result<algorithms::PreparedEstimatorJob> prepared = algorithms::PrepareEstimatorJob(JobOf(recipe));
+  if (!prepared.ok()) return DataErrorInRecipeTerms(recipe, prepared.status());
+  return cluster::RunMasterWorker(c, prepared->ps_job, {}, env);
 }
 
 Status RunAlgorithmWorker(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env,
@@ -195,12 +197,13 @@ Status RunAlgorithmWorker(const Recipe& recipe, const std::string& party, int ra
   std::optional<RunDir> run;
   std::unique_ptr<RunObserver> observer;
   if (evaluator && !env.out_dir.empty()) {
-    GEOMX_ASSIGN_OR_RETURN(RunDir opened, RunDir::Open(env.out_dir));
+    GEOMX_ASSIGN_OR_RETURN(RunDir opened, RunDir::OpenOrCreateForWorker(env.out_dir, RecipeToYaml(recipe)));
     run.emplace(std::move(opened));
     observer = std::make_unique<RunObserver>(run->path() / "metrics.jsonl", /*echo=*/true);
   }
   Result<algorithms::EstimatorOutcome> outcome =
       cluster::RunEstimatorWorker(c, party, rank, job, env, observer.get(), interrupted);
+  if (!outcome.ok()) outcome = DataErrorInRecipeTerms(recipe, outcome.status());
   if (!run) return outcome.ok() ? Status::Ok() : outcome.status();
   return FinishRun(*run, recipe, job, *def, outcome, ReadTrafficDir(run->path() / "traffic"));
 }
@@ -212,7 +215,9 @@ Status EvalAlgorithmRun(const std::string& run_dir, const Recipe& recipe, bool j
   job.data.scale = "none";  // the model's own scaler is applied below
   job.data.max_train_examples = 0;
   GEOMX_ASSIGN_OR_RETURN(data::TableOptions options, algorithms::TableOptionsOf(job, model.task));
-  GEOMX_ASSIGN_OR_RETURN(data::TableSplits splits, data::OpenTable(job.data, options));
+  Result<data::TableSplits> opened = data::OpenTable(job.data, options);
+  if (!opened.ok()) return DataErrorInRecipeTerms(recipe, opened.status());
+  data::TableSplits& splits = *opened;
   if (splits.test.cols != model.num_features) {
     return Status::InvalidArgument(splits.test.source + ": " + std::to_string(splits.test.cols) +
                                    " features, the model was trained on " + std::to_string(model.num_features));

@@ -49,17 +49,37 @@ int ExitCode(const geomx::Status& s) {
   return s.IsUserError() ? 2 : 1;
 }
 
-geomx::Status NotInThisBuild(const std::string& what, const std::string& instead) {
-  return geomx::Status::Unimplemented(what + " is not available in this build yet. " + instead);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"geomx: geo-distributed machine learning over slow WANs"};
   app.require_subcommand(1);
-  app.footer("Examples:\n  geomx train recipes/quickstart.yaml\n  geomx data list\n  geomx algos\n\n"
-             "Exit codes: 0 ok, 1 runtime failure, 2 bad input (recipe, flags, data), 130 interrupted.");
+  // Every form of every subcommand (tests/cli/doc_commands_test.cc checks that each subcommand has one here).
+  app.footer(
+      "Forms (docs/cli.md):\n"
+      "  geomx train RECIPE [--set KEY=VALUE]... [--out DIR] [--dry-run]\n"
+      "  geomx train RECIPE --party P --rank N [--set KEY=VALUE]... [--out DIR] [--dry-run]   one worker, multi-host\n"
+      "  geomx train --resume DIR [--set KEY=VALUE]...\n"
+      "  geomx serve --role ROLE RECIPE [--party P] [--rank N] [--set KEY=VALUE]... [--out DIR] [--dry-run]\n"
+      "  geomx eval RUN [RECIPE] [--set KEY=VALUE]... [--json]\n"
+      "  geomx predict RUN INPUT --out FILE [--threads N]\n"
+      "  geomx plot RUN [RUN...] [--out FILE.png]\n"
+      "  geomx data list\n"
+      "  geomx data inspect FILE\n"
+      "  geomx data fetch NAME [--dir DIR] [--mirror URL] [--force]\n"
+      "  geomx algos [NAME] [--all]\n"
+      "  geomx bench RECIPE --configs A,B,... [--wan RATE/DELAY] [--netns] [--max-time S] [--out DIR] ...\n"
+      "  geomx bench kernels [--batch-sizes 32,64] [--threads 1,2] [--iterations N] [--json FILE]\n"
+      "  geomx bench comm [--sizes 4096,4194304] [--iterations N] [--repeats N] [--json FILE]\n"
+      "  geomx bench algos [--only A,B] [--threads N] [--quick] [--out FILE.json] [--no-peer]\n"
+      "  geomx version\n\n"
+      "Examples:\n  geomx train recipes/quickstart.yaml --out runs/first\n  geomx plot runs/first\n  geomx data list\n"
+      "  geomx algos\n\n"
+      "Exit codes: 0 ok, 1 runtime failure, 2 bad input (recipe, flags, data), 130 interrupted.");
+  // Hidden: parse the command line, print the subcommand it chose and exit 0 without running it; how the tests
+  // check that every command shown in README.md and docs/ still parses (tests/cli/doc_commands_test.cc).
+  bool parse_only = false;
+  app.add_flag("--parse-only", parse_only, "Check the command line and exit")->group("");
   std::string log_level = "warning";
   app.add_option("--log-level", log_level, "Diagnostics on stderr: debug, info, warning, error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
@@ -119,21 +139,36 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   predict_cmd->footer("Example:\n  geomx predict runs/svr-friedman1 data/new.csv --out predictions.csv");
 
+  // plot
+  std::vector<std::string> plot_runs;
+  std::string plot_out;
+  CLI::App* plot_cmd = app.add_subcommand("plot", "Training curves of run folders as a PNG chart");
+  plot_cmd->add_option("runs", plot_runs, "Run folders (their metrics.jsonl)")->required();
+  plot_cmd->add_option("--out", plot_out, "PNG file (default RUN/curves.png; required with several runs)");
+  plot_cmd->footer("Example:\n  geomx plot runs/quickstart-20261121-101500\n"
+                   "  geomx plot runs/a runs/b --out compare.png");
+
   // data
-  CLI::App* data_cmd = app.add_subcommand("data", "Datasets: list, inspect");
+  CLI::App* data_cmd = app.add_subcommand("data", "Datasets: list, inspect, fetch");
   data_cmd->require_subcommand(1);
   data_cmd->footer("Examples:\n  geomx data list\n"
-                   "  geomx data inspect /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+                   "  geomx data inspect /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz\n"
+                   "  geomx data fetch mnist");
   CLI::App* data_list = data_cmd->add_subcommand("list", "Known datasets and where `path: auto` finds them");
   data_list->footer("Example:\n  geomx data list");
   std::string inspect_path;
   CLI::App* data_inspect = data_cmd->add_subcommand("inspect", "Describe a data file: format, counts, classes");
   data_inspect->add_option("file", inspect_path, "IDX (gz or raw), CIFAR-10 batch, CSV or LIBSVM file")->required();
   data_inspect->footer("Example:\n  geomx data inspect data/train.libsvm");
-  std::string fetch_name;
-  CLI::App* data_fetch = data_cmd->add_subcommand("fetch", "Download a dataset (not available in this build)");
-  data_fetch->add_option("name", fetch_name, "Dataset name")->required();
-  data_fetch->footer("Example:\n  geomx data fetch fashion-mnist");
+  geomx::cli::DataFetchFlags fetch;
+  CLI::App* data_fetch =
+      data_cmd->add_subcommand("fetch", "Download a dataset (fashion-mnist, mnist, cifar10) and verify its SHA-256");
+  data_fetch->add_option("name", fetch.name, "Dataset name: fashion-mnist, mnist or cifar10")->required();
+  data_fetch->add_option("--dir", fetch.dir, "Target directory (default data/NAME, where `path: auto` looks)");
+  data_fetch->add_option("--mirror", fetch.mirror, "Base URL replacing the official source (a mirror, a local server)");
+  data_fetch->add_flag("--force", fetch.force, "Download again over existing files that fail verification");
+  data_fetch->footer("Examples:\n  geomx data fetch mnist\n  geomx data fetch cifar10 --dir /srv/data/cifar10\n"
+                     "  geomx data fetch fashion-mnist --mirror http://mirror.example/fashion-mnist/");
 
   // algos, version
   bool algos_all = false;
@@ -172,6 +207,14 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
+  if (parse_only) {
+    std::string chosen;
+    for (const CLI::App* sub = &app; !sub->get_subcommands().empty(); sub = sub->get_subcommands().front()) {
+      chosen += (chosen.empty() ? "" : " ") + sub->get_subcommands().front()->get_name();
+    }
+    std::printf("parsed: %s\n", chosen.c_str());
+    return 0;
+  }
   geomx::SetLogLevel(log_level == "debug"  ? geomx::LogLevel::kDebug
                      : log_level == "info" ? geomx::LogLevel::kInfo
                      : log_level == "error" ? geomx::LogLevel::kError
@@ -204,11 +247,11 @@ int main(int argc, char** argv) {
   } else if (data_inspect->parsed()) {
     status = geomx::cli::RunDataInspectCommand(inspect_path);
   } else if (data_fetch->parsed()) {
-    status = NotInThisBuild("geomx data fetch",
-                            "Install Debian's dataset packages (apt-get install dataset-fashion-mnist) or point "
-                            "data.path at local files; see `geomx data list`.");
+    status = geomx::cli::RunDataFetchCommand(fetch);
   } else if (algos_cmd->parsed()) {
     status = geomx::cli::RunAlgosCommand(algos_all, algos_name);
+  } else if (plot_cmd->parsed()) {
+    status = geomx::cli::RunPlotCommand(plot_runs, plot_out);
   } else if (predict_cmd->parsed()) {
     status = geomx::cli::RunPredictCommand(
         predict_run, predict_input, predict_out,

@@ -139,7 +139,12 @@ class RecipeReader {
   }
 
   void ReadDocument(const YAML::Node& root) {
-    if (root.IsNull()) return;  // an empty file: all defaults
+    if (root.IsNull() || (root.IsMap() && root.size() == 0)) {
+      Error(FileOrigin(root.Mark()), "",
+            "the recipe is empty: it needs at least a `model` or an `algorithm` section and a `data` section "
+            "(docs/recipes.md; recipes/quickstart.yaml is a complete example)");
+      return;
+    }
     if (!root.IsMap()) {
       Error(FileOrigin(root.Mark()), "",
             "a recipe is a mapping of sections (" + Join(RecipeSectionChildren("")) + "), got " + Describe(root));
@@ -245,7 +250,10 @@ class RecipeReader {
   }
 
   Result<Recipe> Finish() {
-    if (issues_.empty()) return std::move(recipe_);
+    if (issues_.empty()) {
+      for (const auto& [path, origin] : origins_) recipe_.origins[path] = origin.where;
+      return std::move(recipe_);
+    }
     std::stable_sort(issues_.begin(), issues_.end(), [](const Issue& a, const Issue& b) {
       return std::tie(a.origin.group, a.origin.line, a.origin.column) <
              std::tie(b.origin.group, b.origin.line, b.origin.column);
@@ -644,6 +652,22 @@ Result<Recipe> ParseRecipe(const std::string& yaml_text, const std::string& sour
     return Status::Internal(source + ": unexpected error while applying --set: " + e.what());
   }
   return reader.Finish();
+}
+
+std::string WhereOf(const Recipe& recipe, const std::string& path) {
+  auto it = recipe.origins.find(path);
+  return (it != recipe.origins.end() ? it->second : recipe.source) + ": " + path + ": ";
+}
+
+Status AtRecipeKey(const Recipe& recipe, const std::string& path, const Status& status) {
+  std::string message = status.message();
+  for (const std::string& prefix : {path + ": ", path.substr(0, path.find('.')) + ": "}) {
+    if (message.rfind(prefix, 0) == 0) {
+      message.erase(0, prefix.size());
+      break;
+    }
+  }
+  return Status(status.code(), WhereOf(recipe, path) + message);
 }
 
 Result<Recipe> LoadRecipe(const std::string& path, const std::vector<std::string>& overrides) {

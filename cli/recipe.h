@@ -77,7 +77,17 @@ struct Recipe {
   // True when the recipe has an `algorithm` section: it trains that estimator, and `model`/`optimizer` are unused.
   bool has_algorithm = false;
   AlgorithmConfig algorithm;
+  // Where each key given in the file or by --set came from: "recipe.yaml:7:9" or "--set data.path=/x". Errors
+  // found after loading (a data path that does not exist) name it through WhereOf.
+  std::map<std::string, std::string> origins;
 };
+
+// "<where>: <path>: " for a key the recipe or a --set flag gave (its origins entry), else "<source>: <path>: ":
+// the prefix of an error about that key's value found after loading (docs/recipes.md, "Errors").
+std::string WhereOf(const Recipe& recipe, const std::string& path);
+// `status` (not Ok) with its message prefixed by WhereOf(recipe, path); a leading "<path>: " or "<section>: " the
+// library already put there is dropped so the key is named once.
+Status AtRecipeKey(const Recipe& recipe, const std::string& path, const Status& status);
 
 // Reads and validates `path`, then applies `overrides` ("a.b=c", the --set flags; a bad key or a value of the
 // wrong type is an error naming the flag) and validates the result.

@@ -2,6 +2,11 @@
 // emulation), with this process's traffic published to <run>/traffic/<process>.json every second and at exit.
 #include "cli/roles.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -60,6 +65,22 @@ class TrafficPublisher {
   std::thread thread_;
 };
 
+// ZeroMQ binds only addresses and interface names: a party's host given as a name (a compose service, a Kubernetes
+// Service, an /etc/hosts entry) is resolved to its IPv4 address here, for binds and connects alike. A name that
+// does not resolve is returned as it is, and the bind or connect reports it.
+std::string NumericHost(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return host;
+  char text[INET_ADDRSTRLEN] = {};
+  const auto* address = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+  const bool ok = inet_ntop(AF_INET, &address->sin_addr, text, sizeof text) != nullptr;
+  freeaddrinfo(found);
+  return ok ? std::string(text) : host;
+}
+
 const std::string& HostOf(const Recipe& recipe, const std::string& party) {
   static const std::string kNone;
   for (const auto& dc : recipe.topology.datacentres) {
@@ -98,9 +119,9 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
     return std::make_unique<comm::ShapedVan>(std::make_unique<comm::ZmqVan>(&context), shaping, &traffic);
   };
   env.scheduler_endpoint = [](const std::string&, const std::string& host, int port) {
-    return "tcp://" + host + ":" + std::to_string(port);
+    return "tcp://" + NumericHost(host) + ":" + std::to_string(port);
   };
-  env.node_bind = [](const std::string&, const std::string& host) { return "tcp://" + host + ":0"; };
+  env.node_bind = [](const std::string&, const std::string& host) { return "tcp://" + NumericHost(host) + ":0"; };
   env.out_dir = spec.out_dir;
   const std::string name = ProcessName(spec);
   SetLogPrefix("");  // the launcher prefixes every line with the process name

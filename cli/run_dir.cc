@@ -87,6 +87,21 @@ Result<RunDir> RunDir::Open(const fs::path& dir) {
   return RunDir(dir);
 }
 
+Result<RunDir> RunDir::OpenOrCreateForWorker(const fs::path& dir, const std::string& resolved_recipe_yaml) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) return Status::AlreadyExists("--out " + dir.string() + " is a file");
+  if (fs::exists(dir / "summary.json", ec)) {
+    return Status::AlreadyExists("--out " + dir.string() + " holds a finished run (summary.json); choose a new folder");
+  }
+  if (fs::exists(dir / "recipe.yaml", ec)) return Open(dir);
+  fs::create_directories(dir / "checkpoints", ec);
+  if (ec) return Status::InvalidArgument("cannot create run folder " + dir.string() + ": " + ec.message());
+  GEOMX_RETURN_IF_ERROR(WriteFileAtomically(dir / "recipe.yaml", resolved_recipe_yaml));
+  GEOMX_RETURN_IF_ERROR(WriteFileAtomically(dir / "metrics.csv", kCsvHeader));
+  GEOMX_RETURN_IF_ERROR(WriteFileAtomically(dir / "metrics.jsonl", ""));
+  return RunDir(dir);
+}
+
 Status RunDir::AppendMetrics(const MetricsRow& r) {
   JsonObject j;
   j.Add("time_s", r.time_s)

@@ -27,6 +27,12 @@ class RunDir {
   static Result<RunDir> Create(const std::filesystem::path& dir, const std::string& resolved_recipe_yaml);
   // Opens an existing run folder for --resume (appends to metrics files).
   static Result<RunDir> Open(const std::filesystem::path& dir);
+  // The run folder of a topology's evaluating worker: the one the one-host launcher prepared (it holds
+  // recipe.yaml) is opened; a folder without recipe.yaml (a worker started by hand on its own host, where other
+  // processes may already have put their traffic/ files) gets recipe.yaml and the metrics files written now.
+  // kAlreadyExists when the folder holds a finished run (summary.json) or is a file.
+  static Result<RunDir> OpenOrCreateForWorker(const std::filesystem::path& dir,
+                                              const std::string& resolved_recipe_yaml);
   // runs/<name>-<YYYYmmdd-HHMMSS>[-N] under `parent`, unique.
   static std::filesystem::path DefaultPath(const std::filesystem::path& parent, const std::string& name);
 

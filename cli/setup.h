@@ -19,6 +19,12 @@ struct RunSetup {
   std::unique_ptr<nn::Module> model;  // initialised from recipe.seed, on `device`
 };
 
+// `status`, an error from opening the recipe's data, in the recipe's terms: when data.path (or data.test_path)
+// names nothing on disk, or `path: auto` found no data set, the message starts with the key's file:line:column
+// (or --set flag) from recipe.origins. Other errors (a malformed data file: they name the file and the line or
+// offset) are returned unchanged, as is Ok.
+Status DataErrorInRecipeTerms(const Recipe& recipe, const Status& status);
+
 // Every failure here is the user's input (recipe, data files, device): the Status says which, with the key path.
 Result<RunSetup> PrepareRun(const Recipe& recipe);
 

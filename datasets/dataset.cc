@@ -30,17 +30,17 @@ const std::vector<WellKnown>& WellKnownLocations() {
   static const std::vector<WellKnown> table = {
       {"fashion-mnist",
        {"/usr/share/datasets/fashion-mnist", "data/fashion-mnist"},
-       "install it with `apt-get install dataset-fashion-mnist` (Debian/Ubuntu), or put train-images-idx3-ubyte.gz, "
-       "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz in a directory and "
-       "set data.path to it"},
+       "install it with `apt-get install dataset-fashion-mnist` (Debian/Ubuntu) or run `geomx data fetch "
+       "fashion-mnist` (into data/fashion-mnist), or set data.path to a directory holding train-images-idx3-ubyte.gz, "
+       "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz"},
       {"mnist",
        {"/usr/share/datasets/mnist", "data/mnist"},
-       "download train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and "
-       "t10k-labels-idx1-ubyte.gz (`geomx data fetch mnist` when online) into data/mnist, or set data.path"},
+       "run `geomx data fetch mnist` (downloads and verifies the four files into data/mnist), or set data.path to "
+       "a directory holding them"},
       {"cifar10",
        {"/usr/share/datasets/cifar10", "data/cifar10", "data/cifar-10-batches-bin"},
-       "download the CIFAR-10 binary version (cifar-10-binary.tar.gz, `geomx data fetch cifar10` when online) and "
-       "unpack it into data/cifar10, or set data.path to the directory holding data_batch_1.bin .. test_batch.bin"},
+       "run `geomx data fetch cifar10` (downloads, verifies and unpacks the binary version into data/cifar10), or "
+       "set data.path to the directory holding data_batch_1.bin .. test_batch.bin"},
   };
   return table;
 }

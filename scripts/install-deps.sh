@@ -14,7 +14,7 @@ packages=(
   libzmq3-dev libmsgpack-cxx-dev libcli11-dev libyaml-cpp-dev
   libdnnl-dev ocl-icd-opencl-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
-  zlib1g-dev libgtest-dev
+  zlib1g-dev libgtest-dev libcurl4-openssl-dev libssl-dev
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then

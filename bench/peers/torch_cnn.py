@@ -1,17 +1,85 @@
 #!/usr/bin/python3
-"""PyTorch peer for `geomx bench kernels`: training samples/s of GeoMX's demo CNN on random Fashion-MNIST-shaped
-batches (the same architecture, loss, optimizer and batch sizes as the geomx side). Prints one JSON object per
-configuration on stdout. Run with Debian's /usr/bin/python3 (python3-torch)."""
+"""PyTorch peer for `geomx bench kernels`: training samples/s of GeoMX's demo CNN on real Fashion-MNIST batches,
+with the same architecture, loss, optimizer (Adam, lr 1e-3), batch sizes, threads, warm-up and iterations as the
+geomx side, and the same batches in the same order (bench/kernels_data.h):
+
+  - the training images and labels are read from the IDX files in --data (gzip or raw, as geomx finds them) with
+    gzip + numpy; pixels stay uint8 until a batch is built, as in geomx's data set;
+  - --order is the example order geomx computed (a permutation of the n training examples, raw little-endian
+    int64); batch b of size B holds examples order[(b*B + j) mod n], j < B, and every configuration starts at b = 0;
+  - each step assembles its batch inside the timed loop, like geomx's loader: gather the uint8 images and the labels
+    of the batch's examples, normalise through a 256-entry float32 table (x/255 - 0.2860)/0.3530 (geomx's table,
+    bit for bit), then torch.from_numpy (no copy);
+  - then zero_grad, forward, cross-entropy, backward, Adam step, and the loss and correct count read back (geomx's
+    TrainStep reads both too).
+
+Prints one JSON object per configuration on stdout. With --checksum K it trains nothing and does not import torch:
+it prints the labels and pixel sums of the first K batches of the first --batch-sizes value, for the test that
+checks both sides see the same data (tests/bench/kernels_data_test.cc). Run with Debian's /usr/bin/python3
+(python3-torch, python3-numpy)."""
 import argparse
+import gzip
 import json
+import os
 import sys
 import time
 
-import torch
-import torch.nn as nn
+import numpy as np
+
+MEAN, STD = np.float32(0.2860), np.float32(0.3530)  # geomx's fashion-mnist constants (datasets/idx.cc)
 
 
-def geomx_cnn():
+def find_idx(data_dir, kind, idx_n):
+    """train-<kind>-<idx_n>-ubyte[.gz], or the train-<kind>.<idx_n>-ubyte spelling, as geomx looks for it."""
+    for sep in ("-", "."):
+        for ext in (".gz", ""):
+            path = os.path.join(data_dir, "train-%s%s%s-ubyte%s" % (kind, sep, idx_n, ext))
+            if os.path.isfile(path):
+                return path
+    sys.exit("torch_cnn.py: %s: no train-%s-%s-ubyte[.gz]" % (data_dir, kind, idx_n))
+
+
+def read_idx(path, ndims):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 + 4 * ndims or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08 or raw[3] != ndims:
+        sys.exit("torch_cnn.py: %s: not a %d-d uint8 IDX file" % (path, ndims))
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndims)]
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndims)
+    if data.size != int(np.prod(dims)):
+        sys.exit("torch_cnn.py: %s: %d bytes of data for dims %s" % (path, data.size, dims))
+    return data.reshape(dims)
+
+
+def load(data_dir, order_path):
+    images = read_idx(find_idx(data_dir, "images", "idx3"), 3)
+    labels = read_idx(find_idx(data_dir, "labels", "idx1"), 1).astype(np.int64)
+    if images.shape[0] != labels.shape[0] or images.shape[1:] != (28, 28):
+        sys.exit("torch_cnn.py: %s: expected N 28x28 images and N labels, got %s and %s"
+                 % (data_dir, images.shape, labels.shape))
+    order = np.fromfile(order_path, dtype="<i8")
+    n = images.shape[0]
+    if order.size != n or order.min() < 0 or order.max() >= n or np.bincount(order, minlength=n).max() != 1:
+        sys.exit("torch_cnn.py: %s: expected a permutation of the %d training examples"
+                 % (order_path, n))
+    lut = (np.arange(256, dtype=np.float32) / np.float32(255.0) - MEAN) / STD
+    return images, labels, order.astype(np.intp), lut
+
+
+def batch_arrays(images, labels, order, lut, b, batch):
+    """Batch b of size `batch`: x float32 [batch, 1, 28, 28] (normalised), y int64 [batch]."""
+    n = order.size
+    start = (b * batch) % n
+    if start + batch <= n:
+        idx = order[start:start + batch]
+    else:
+        idx = order[(np.arange(batch) + b * batch) % n]
+    x = lut[images[idx]].reshape(batch, 1, 28, 28)
+    return x, labels[idx]
+
+
+def geomx_cnn(nn):
     return nn.Sequential(
         nn.Conv2d(1, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(16, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
@@ -21,37 +89,74 @@ def geomx_cnn():
         nn.Linear(128, 10))
 
 
-def measure(batch, threads, iterations, warmup):
+def measure(torch, data, batch, threads, iterations, warmup):
+    """(samples/s, mean loss of the timed steps)."""
+    images, labels, order, lut = data
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = geomx_cnn()
+    model = geomx_cnn(torch.nn)
+    model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss()
-    x = torch.randn(batch, 1, 28, 28)
-    y = torch.randint(0, 10, (batch,))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    loss_sum = 0.0
     for i in range(warmup + iterations):
         if i == warmup:
             t0 = time.perf_counter()
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        xa, ya = batch_arrays(images, labels, order, lut, i, batch)
+        x, y = torch.from_numpy(xa), torch.from_numpy(ya)
+        opt.zero_grad(set_to_none=True)
+        logits = model(x)
+        loss = loss_fn(logits, y)
         loss.backward()
         opt.step()
+        step_loss = loss.item()
+        _correct = (logits.detach().argmax(1) == y).sum().item()
+        if i >= warmup:
+            loss_sum += step_loss
     dt = time.perf_counter() - t0
-    return batch * iterations / dt
+    return batch * iterations / dt, loss_sum / iterations
+
+
+def checksum(data, batch, batches):
+    """What the data test compares with geomx's batches: labels, sums and the first values of batch 0."""
+    images, labels, order, lut = data
+    out = {"batch": batch, "batches": batches, "labels": [], "sum": 0.0, "weighted_sum": 0.0, "first": [],
+           "dtypes": ""}
+    weights = np.arange(1, batch * 28 * 28 + 1, dtype=np.float64)
+    for b in range(batches):
+        x, y = batch_arrays(images, labels, order, lut, b, batch)
+        flat = x.reshape(-1).astype(np.float64)
+        out["labels"] += [int(v) for v in y]
+        out["sum"] += float(flat.sum())
+        out["weighted_sum"] += float(np.dot(flat, weights))
+        if b == 0:
+            out["first"] = [float(v) for v in x.reshape(-1)[:16]]
+            out["dtypes"] = "%s %s %s" % (x.dtype, y.dtype, list(x.shape))
+    return out
 
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--data", required=True, help="directory with train-images-idx3-ubyte[.gz] and its labels")
+    p.add_argument("--order", required=True, help="the example order geomx wrote (raw little-endian int64)")
     p.add_argument("--batch-sizes", default="32,64")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--iterations", type=int, default=60)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--checksum", type=int, default=0, help="print the checksum of this many batches and exit")
     a = p.parse_args()
-    params = sum(p.numel() for p in geomx_cnn().parameters())
-    for b in [int(v) for v in a.batch_sizes.split(",")]:
+    data = load(a.data, a.order)
+    batch_sizes = [int(v) for v in a.batch_sizes.split(",")]
+    if a.checksum > 0:
+        print(json.dumps(checksum(data, batch_sizes[0], a.checksum)), flush=True)
+        return 0
+    import torch
+    torch.set_num_interop_threads(1)
+    params = sum(q.numel() for q in geomx_cnn(torch.nn).parameters())
+    for b in batch_sizes:
         for t in [int(v) for v in a.threads.split(",")]:
-            sps = measure(b, t, a.iterations, a.warmup)
-            print(json.dumps({"batch": b, "threads": t, "samples_per_second": sps,
+            sps, loss = measure(torch, data, b, t, a.iterations, a.warmup)
+            print(json.dumps({"batch": b, "threads": t, "samples_per_second": sps, "mean_loss": loss,
                               "torch": torch.__version__, "parameters": params}), flush=True)
     return 0
 

@@ -56,7 +56,7 @@ TEST(AlgorithmRecipeTest, ParamsAreResolvedWithDefaultsAndPrintedBack) {
 TEST(AlgorithmRecipeTest, SetFlagsReachParameters) {
   const Recipe r = MustParse("algorithm: {name: logreg}\n", {"algorithm.C=4", "algorithm.name=logreg"});
   EXPECT_EQ(r.algorithm.params.at("C"), "4");
-  const Recipe s = MustParse("", {"algorithm.name=kmeans", "algorithm.n_clusters=3"});
+  const Recipe s = MustParse("name: run\n", {"algorithm.name=kmeans", "algorithm.n_clusters=3"});
   EXPECT_TRUE(s.has_algorithm);
   EXPECT_EQ(s.algorithm.params.at("n_clusters"), "3");
 }

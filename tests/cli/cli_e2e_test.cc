@@ -59,14 +59,12 @@ TEST(CliTest, UnknownFlagsAndSubcommandsAreUserErrors) {
   EXPECT_EQ(RunGeomx("train x.yaml --no-such-flag").exit_code, 2);
 }
 
-TEST(CliTest, LaterCapabilitiesSayNotAvailableAndExit2) {
+TEST(CliTest, ServeAndBenchRefuseARecipeWithoutTopologyOrConfigs) {
   ScratchDir dir;
   WriteFile(dir / "r.yaml", kSmokeRecipe);
   auto serve = RunGeomx("serve --role server r.yaml", dir.path());
   EXPECT_EQ(serve.exit_code, 2) << serve.output;
   EXPECT_NE(serve.output.find("serve needs a recipe with a topology section"), std::string::npos) << serve.output;
-  auto fetch = RunGeomx("data fetch fashion-mnist", dir.path());
-  EXPECT_EQ(fetch.exit_code, 2);
   auto bench = RunGeomx("bench r.yaml", dir.path());
   EXPECT_EQ(bench.exit_code, 2);
 }
@@ -221,6 +219,9 @@ TEST(CliTest, BadInputExits2AndLeavesNoRunFolder) {
   ScratchDir dir;
   WriteFile(dir / "typo.yaml", std::string(kSmokeRecipe) + "trainig: {epochs: 1}\n");
   WriteFile(dir / "syntax.yaml", "name: [unclosed\n");
+  WriteFile(dir / "empty.yaml", "# nothing here yet\n");
+  WriteFile(dir / "nodir.yaml", "name: x\nmodel: {name: geomx-cnn}\ndata:\n  name: fashion-mnist\n  path: /no/such/dir\n");
+  WriteFile(dir / "nocsv.yaml", "algorithm: {name: logreg}\ndata: {name: csv, path: gone.csv}\n");
   WriteFile(dir / "range.yaml", std::string(kSmokeRecipe).replace(std::string(kSmokeRecipe).find("batch_size: 32"),
                                                                     14, "batch_size: 0"));
   struct Case {
@@ -233,6 +234,10 @@ TEST(CliTest, BadInputExits2AndLeavesNoRunFolder) {
       {"train typo.yaml --set training.epochs=1", "typo.yaml"},
       {"train " + (dir / "range.yaml").string() + " --set data.batch_size=x", "data.batch_size"},
       {"eval nowhere typo.yaml", "typo.yaml"},
+      {"train empty.yaml", "empty.yaml:1:1: the recipe is empty"},
+      {"train nodir.yaml", "nodir.yaml:5:9: data.path: "},
+      {"train nocsv.yaml", "nocsv.yaml:2:25: data.path: "},
+      {"train nodir.yaml --set data.path=/elsewhere", "--set data.path=/elsewhere: data.path: "},
   };
   for (const auto& c : cases) {
     auto r = RunGeomx(c.args, dir.path());

@@ -133,8 +133,18 @@ Recipe DefaultsWithItems() {
   return r;
 }
 
-TEST(RecipeTest, EmptyRecipeIsAllDefaults) {
-  Recipe r = MustParse("");
+TEST(RecipeTest, EmptyRecipeIsAnError) {
+  for (const char* text : {"", "# nothing but a comment\n", "{}\n", "\n\n"}) {
+    Result<Recipe> r = ParseRecipe(text, "empty.yaml");
+    ASSERT_FALSE(r.ok()) << "'" << text << "'";
+    EXPECT_TRUE(r.status().IsUserError());
+    EXPECT_EQ(r.status().message().rfind("empty.yaml:", 0), 0u) << r.status().message();
+    EXPECT_NE(r.status().message().find("the recipe is empty"), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(RecipeTest, OneKeyRecipeIsAllDefaults) {
+  Recipe r = MustParse("name: run\n");
   Recipe d;
   EXPECT_EQ(r.source, "r.yaml");
   for (const RecipeKey& key : RecipeKeys()) {

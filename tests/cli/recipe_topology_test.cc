@@ -259,7 +259,7 @@ TEST(RecipeTest, SyncAndAcceleratorCombinationsAreChecked) {
 
 TEST(RecipeTest, OptimizerWhere) {
   EXPECT_EQ(MustParse("optimizer: {where: worker}").optimizer_where, "worker");
-  EXPECT_EQ(MustParse("", {"optimizer.where=global-server"}).optimizer_where, "global-server");
+  EXPECT_EQ(MustParse("name: run\n", {"optimizer.where=global-server"}).optimizer_where, "global-server");
   EXPECT_EQ(ErrorLines("optimizer:\n  where: server\n"),
             Lines{"r.yaml:2:10: optimizer.where: unknown placement 'server'; known: global-server, worker"});
 }
