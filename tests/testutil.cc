@@ -86,12 +86,23 @@ Tensor RandomTensor(const Shape& shape, uint64_t seed, float lo, float hi, Devic
   return Tensor::FromVector(v, shape, device);
 }
 
-CommandResult RunGeomx(const std::string& args, const std::filesystem::path& cwd) {
-  std::string cmd;
-  if (!cwd.empty()) cmd += "cd '" + cwd.string() + "' && ";
-  cmd += std::string("'") + GEOMX_BINARY + "' " + args + " 2>&1 < /dev/null";
+const char kSmokeRecipe[] = R"(name: smoke
+seed: 3
+model: {name: mlp, hidden: [32]}
+data:
+  name: synthetic
+  batch_size: 32
+  synthetic_train: 512
+  synthetic_test: 256
+  synthetic_classes: 4
+  synthetic_shape: [16]
+optimizer: {name: adam, lr: 0.01}
+training: {epochs: 2, log_every: 4}
+)";
+
+CommandResult RunShell(const std::string& command) {
   CommandResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
+  FILE* pipe = popen((command + " 2>&1 < /dev/null").c_str(), "r");
   if (!pipe) return r;
   std::array<char, 4096> buf;
   size_t n;
@@ -99,6 +110,12 @@ CommandResult RunGeomx(const std::string& args, const std::filesystem::path& cwd
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+CommandResult RunGeomx(const std::string& args, const std::filesystem::path& cwd) {
+  std::string cmd;
+  if (!cwd.empty()) cmd += "cd '" + cwd.string() + "' && ";
+  return RunShell(cmd + std::string("'") + GEOMX_BINARY + "' " + args);
 }
 
 std::filesystem::path SourceDir() { return GEOMX_SOURCE_DIR; }

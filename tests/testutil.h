@@ -44,6 +44,12 @@ struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
 };
+// A small synthetic training recipe (mlp on 512 generated examples, 2 epochs): a few seconds of training.
+extern const char kSmokeRecipe[];
+
+// Runs `command` through /bin/sh with stdin from /dev/null: its exit code (128 + signal when killed) and its
+// stdout and stderr together.
+CommandResult RunShell(const std::string& command);
 // Runs the built geomx binary with `args` (shell-quoted by the caller when needed), in `cwd` when non-empty.
 CommandResult RunGeomx(const std::string& args, const std::filesystem::path& cwd = {});
 // The source tree (for recipes/ and fixtures).

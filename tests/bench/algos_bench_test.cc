@@ -272,18 +272,7 @@ std::string PeerUnavailableReason() {
   return "";
 }
 
-// Runs `command` through the shell: its exit code and its stdout and stderr together.
-testing::CommandResult RunShell(const std::string& command) {
-  testing::CommandResult r;
-  FILE* pipe = popen((command + " 2>&1 < /dev/null").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+using testing::RunShell;
 
 // The number after "key": in `json`, or NaN.
 double NumberAfter(const std::string& json, const std::string& key) {

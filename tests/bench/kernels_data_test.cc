@@ -143,17 +143,7 @@ TEST(OpenKernelsTrainingSet, ImagesOtherThan28x28AreRefused) {
 
 // ---- the peer sees the same batches ----
 
-testing::CommandResult RunShell(const std::string& command) {
-  testing::CommandResult r;
-  FILE* pipe = popen((command + " 2>&1 < /dev/null").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+using testing::RunShell;
 
 bool PythonHas(const std::string& modules) {
   return fs::exists("/usr/bin/python3") &&

@@ -17,21 +17,6 @@ namespace geomx::testing {
 namespace {
 namespace fs = std::filesystem;
 
-// A small synthetic recipe: a few seconds of training.
-const char* kSmokeRecipe = R"(name: smoke
-seed: 3
-model: {name: mlp, hidden: [32]}
-data:
-  name: synthetic
-  batch_size: 32
-  synthetic_train: 512
-  synthetic_test: 256
-  synthetic_classes: 4
-  synthetic_shape: [16]
-optimizer: {name: adam, lr: 0.01}
-training: {epochs: 2, log_every: 4}
-)";
-
 std::string Field(const std::string& json, const std::string& key) {
   const auto pos = json.find("\"" + key + "\": ");
   if (pos == std::string::npos) return "";

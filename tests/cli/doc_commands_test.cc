@@ -172,14 +172,7 @@ TEST(DocCommandsTest, HelpListsAFormOfEverySubcommand) {
 // `CI=true make test` the same build folder is reused as it is.
 TEST(DocCommandsTest, MakeRunReusesTheTestBuild) {
   auto make = [](const std::string& args) {
-    const std::string cmd = "make -n -C '" + SourceDir().string() + "' " + args + " 2>&1";
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return out;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    pclose(p);
-    return out;
+    return RunShell("make -n -C '" + SourceDir().string() + "' " + args).output;
   };
   const std::string run = make("run BUILD=/nonexistent-build CI=");
   EXPECT_NE(run.find("--target geomx"), std::string::npos) << run;

@@ -231,20 +231,8 @@ TEST(Plot, CommandLineExitCodes) {
 
 TEST(Plot, RealShortTrainingRun) {
   ScratchDir dir;
-  WriteFile(dir / "r.yaml", R"(name: smoke
-seed: 3
-model: {name: mlp, hidden: [32]}
-data:
-  name: synthetic
-  batch_size: 32
-  synthetic_train: 512
-  synthetic_test: 256
-  synthetic_classes: 4
-  synthetic_shape: [16]
-optimizer: {name: adam, lr: 0.01}
-training: {epochs: 2, log_every: 4, eval_every: 4}
-)");
-  auto train = RunGeomx("train r.yaml --out run1", dir.path());
+  WriteFile(dir / "r.yaml", testing::kSmokeRecipe);
+  auto train = RunGeomx("train r.yaml --set training.eval_every=4 --out run1", dir.path());
   ASSERT_EQ(train.exit_code, 0) << train.output;
   auto plot = RunGeomx("plot run1", dir.path());
   ASSERT_EQ(plot.exit_code, 0) << plot.output;
