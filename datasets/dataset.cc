@@ -35,8 +35,9 @@ const std::vector<WellKnown>& WellKnownLocations() {
        "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz"},
       {"mnist",
        {"/usr/share/datasets/mnist", "data/mnist"},
-       "run `geomx data fetch mnist` (downloads and verifies the four files into data/mnist), or set data.path to "
-       "a directory holding them"},
+       "run `geomx data fetch mnist` (downloads and verifies train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+       "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz into data/mnist), or set data.path to a directory "
+       "holding them"},
       {"cifar10",
        {"/usr/share/datasets/cifar10", "data/cifar10", "data/cifar-10-batches-bin"},
        "run `geomx data fetch cifar10` (downloads, verifies and unpacks the binary version into data/cifar10), or "

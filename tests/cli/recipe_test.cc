@@ -95,6 +95,7 @@ sync:
 accelerators:
   compression: bsc
   bsc: {ratio: 0.05, momentum: 0.5, selection: sampled, sample_fraction: 0.01}
+  int8: {block: 128, stochastic: true}
   size_lower_bound: 500
   links: {worker_to_local: none, local_to_global: fp16, global_to_local: mpq, local_to_worker: none}
   p3: {slice_elements: 1000}
@@ -279,7 +280,7 @@ TEST(RecipeTest, EachKeySetsOnlyItsOwnField) {
   for (const RecipeKey& key : RecipeKeys()) {
     const bool needs_topology = IsTopologyPath(key.path) || key.path.substr(0, 5) == "sync." ||
                                 key.path.substr(0, 13) == "accelerators.";
-    const std::string base_yaml = needs_topology ? kTopologyBase : "";
+    const std::string base_yaml = needs_topology ? kTopologyBase : "name: run\n";
     Recipe base = MustParse(base_yaml);
     const std::string path = IsRecipeItemKey(key) ? RecipeItemPath(key, 0) : std::string(key.path);
     std::vector<std::string> flags = {path + "=" + RecipeValueText(key, full)};
@@ -306,7 +307,7 @@ TEST(RecipeTest, EachKeySetsOnlyItsOwnField) {
 }
 
 TEST(RecipeTest, RoundTripsThroughYaml) {
-  for (const char* text : {kFullRecipe, ""}) {
+  for (const char* text : {kFullRecipe, "name: run\n"}) {
     Recipe first = MustParse(text);
     std::string yaml = RecipeToYaml(first);
     Recipe second = MustParse(yaml);
@@ -560,31 +561,31 @@ TEST(RecipeOverrideTest, OverridesApplyOnTopOfTheFile) {
 }
 
 TEST(RecipeOverrideTest, ErrorsNameTheFlag) {
-  EXPECT_EQ(ErrorLines("", {"data.batch_sise=8"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"data.batch_sise=8"}),
             Lines{"--set data.batch_sise=8: unknown key 'data.batch_sise' (did you mean 'data.batch_size'?)"});
-  EXPECT_EQ(ErrorLines("", {"data.batch=8"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"data.batch=8"}),
             Lines{"--set data.batch=8: unknown key 'data.batch' (did you mean 'data.batch_size'?)"});
-  EXPECT_EQ(ErrorLines("", {"dta.batch_size=8"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"dta.batch_size=8"}),
             Lines{"--set dta.batch_size=8: unknown key 'dta.batch_size' (did you mean 'data.batch_size'?)"});
-  EXPECT_EQ(ErrorLines("", {"training.lr=8"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"training.lr=8"}),
             Lines{"--set training.lr=8: unknown key 'training.lr' (did you mean 'optimizer.lr'?)"});
-  EXPECT_EQ(ErrorLines("", {"batch_size=8"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"batch_size=8"}),
             Lines{"--set batch_size=8: unknown key 'batch_size' (did you mean 'data.batch_size'?)"});
-  EXPECT_EQ(ErrorLines("", {"data.batch_size=abc"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"data.batch_size=abc"}),
             Lines{"--set data.batch_size=abc: data.batch_size: expected an integer, got 'abc'"});
-  EXPECT_EQ(ErrorLines("", {"model.hidden=[64,x]"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"model.hidden=[64,x]"}),
             Lines{"--set model.hidden=[64,x]: model.hidden[1]: expected an integer, got 'x'"});
-  EXPECT_EQ(ErrorLines("", {"model.hidden=[64,"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"model.hidden=[64,"}),
             Lines{"--set model.hidden=[64,: model.hidden: invalid YAML value '[64,': end of sequence flow not found"});
-  EXPECT_EQ(ErrorLines("", {"model.dropout=1"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"model.dropout=1"}),
             Lines{"--set model.dropout=1: model.dropout: must be in [0, 1), got 1"});
-  EXPECT_EQ(ErrorLines("", {"model=mlp"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"model=mlp"}),
             Lines{"--set model=mlp: model: is a section; set one of its keys, e.g. --set model.name=..."});
-  EXPECT_EQ(ErrorLines("", {"epochs"}), Lines{"--set epochs: expected key.path=value, e.g. --set data.batch_size=64"});
-  EXPECT_EQ(ErrorLines("", {"model.name=resnet"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"epochs"}), Lines{"--set epochs: expected key.path=value, e.g. --set data.batch_size=64"});
+  EXPECT_EQ(ErrorLines("name: run\n", {"model.name=resnet"}),
             Lines{"--set model.name=resnet: model.name: unknown model 'resnet' (did you mean 'resnet20'?); known: "
                   "geomx-cnn, mlp, lenet5, resnet20"});
-  EXPECT_EQ(ErrorLines("", {"training.stop_at_target=true"}),
+  EXPECT_EQ(ErrorLines("name: run\n", {"training.stop_at_target=true"}),
             Lines{"--set training.stop_at_target=true: training.stop_at_target: needs training.target_accuracy > 0 "
                   "(the accuracy to stop at)"});
 }
