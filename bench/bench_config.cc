@@ -84,7 +84,7 @@ const std::vector<std::string>& PresetNames() {
 }
 
 const std::vector<std::string>& AcceleratorSuffixes() {
-  static const std::vector<std::string> names = {"bsc", "fp16", "mpq", "p3"};
+  static const std::vector<std::string> names = {"bsc", "fp16", "mpq", "sign", "int8", "p3"};
   return names;
 }
 
@@ -143,8 +143,8 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
     if (!accs.insert(parts[i]).second) return Bad(spec, "accelerator " + Quoted(parts[i]) + " given twice");
   }
   int compressions = 0;
-  for (const char* k : {"bsc", "fp16", "mpq"}) compressions += accs.count(k) ? 1 : 0;
-  if (compressions > 1) return Bad(spec, "choose one of bsc, fp16, mpq");
+  for (const char* k : {"bsc", "fp16", "mpq", "sign", "int8"}) compressions += accs.count(k) ? 1 : 0;
+  if (compressions > 1) return Bad(spec, "choose one of bsc, fp16, mpq, sign, int8");
 
   if (base == "ddp") {
     if (!accs.empty() || !extra.empty()) {
@@ -158,6 +158,16 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
   // Every geomx configuration starts from a clean slate, so the recipe's own accelerators do not leak in.
   const std::string mode = base == "flat-ps" || base == "hips" ? sync::SyncSettings{}.mode : base;
   const sync::SyncModeTraits traits = sync::TraitsOf(mode);
+  // The gradient modes' fp16 and mpq presets compress the links inside the data centres too, which P3 (dense
+  // slices between workers and local servers) cannot carry: refused here, before anything runs.
+  for (const char* lan : {"fp16", "mpq"}) {
+    if (accs.count("p3") && accs.count(lan) && !traits.averages_models) {
+      return Bad(spec, std::string("+p3 with +") + lan + ": P3 needs dense links between workers and local servers, "
+                 "and with sync.mode " + mode + " the " + lan + " preset compresses them; compress only the WAN "
+                 "links: " + base + "+p3[accelerators.links.local_to_global=" + lan +
+                 ";accelerators.links.global_to_local=" + (std::string(lan) == "mpq" ? "bsc" : lan) + "]");
+    }
+  }
   c.sets = {"sync.mode=" + mode, "accelerators.compression=none", "accelerators.p3.enabled=false"};
   for (const char* link : {"worker_to_local", "local_to_global", "global_to_local", "local_to_worker"}) {
     c.sets.push_back(std::string("accelerators.links.") + link + "=auto");
@@ -188,22 +198,36 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
   }
 
   std::string comp;
-  for (const char* k : {"bsc", "fp16", "mpq"}) {
+  for (const char* k : {"bsc", "fp16", "mpq", "sign", "int8"}) {
     if (accs.count(k)) comp = k;
   }
   if (!comp.empty()) {
-    if (traits.averages_models) {
+    if (traits.averages_models && traits.exact_wan_push && comp != "fp16") {
+      // diloco: the outer momentum needs the exact mean delta; the answer is sparsified after the outer step.
+      c.sets.push_back("accelerators.links.local_to_global=fp16");
+      c.sets.push_back("accelerators.links.global_to_local=" + comp);
+      c.description += ", fp16 deltas up, " + comp + " answers down (top-k after the outer step, error feedback at "
+                       "the global server)";
+    } else if (traits.averages_models) {
       c.sets.push_back("accelerators.links.local_to_global=" + comp);
       c.sets.push_back("accelerators.links.global_to_local=" + comp);
       c.description += ", " + comp + " on the WAN links";
     } else {
       c.sets.push_back("accelerators.compression=" + comp);
-      if (comp != "fp16") c.sets.push_back("optimizer.where=worker");
       c.description += ", " + comp + " compression";
+      if (comp != "fp16" && traits.update_per_datacentre) {
+        // mixed: the global server steps the optimizer on every data centre's update and answers with weights,
+        // which are dense: the sparse push stays, the weights go down in f32 (a sparse pull is refused there).
+        c.sets.push_back("accelerators.links.global_to_local=none");
+        c.description += " (dense weights down)";
+      } else if (comp != "fp16") {
+        c.sets.push_back("optimizer.where=worker");
+      }
       // DGC's momentum correction: the optimizer's momentum moves into the compressor, which accumulates the
       // velocity before selecting and masks it where it sent (docs/accelerators.md: +0.7 points after 2 epochs
       // of GEO-2x2 against momentum applied by the workers to the sparse aggregate).
-      if (comp != "fp16" && recipe.optimizer.name == "momentum" && recipe.optimizer.momentum > 0) {
+      // (bsc and mpq only: sign and int8 have no momentum correction, the workers keep the optimizer's.)
+      if ((comp == "bsc" || comp == "mpq") && recipe.optimizer.name == "momentum" && recipe.optimizer.momentum > 0) {
         char m[32];
         std::snprintf(m, sizeof(m), "%g", static_cast<double>(recipe.optimizer.momentum));
         c.sets.push_back("optimizer.name=sgd");

@@ -25,8 +25,10 @@ struct BenchConfig {
 const std::vector<std::string>& PresetNames();
 const std::vector<std::string>& AcceleratorSuffixes();
 
-// Resolves one configuration for `recipe` (which must have a topology). Errors (kInvalidArgument) name the
-// configuration and list the known presets.
+// Resolves one configuration for `recipe` (which must have a topology). Every combination it resolves passes the
+// recipe's rules (cli/sync_rules.h); the ones the rules would refuse are errors here, before anything runs:
+// +p3 with +fp16 or +mpq for the gradient modes (those presets compress the data centres' links, P3 needs them
+// dense). Errors (kInvalidArgument) name the configuration and list the known presets.
 Result<BenchConfig> ResolveConfig(const std::string& spec, const cli::Recipe& recipe);
 
 // Splits "a,b[x=1;y=2],c" at the commas outside brackets and resolves each; duplicates and empty items are errors.

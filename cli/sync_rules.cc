@@ -1,5 +1,7 @@
 #include "cli/sync_rules.h"
 
+#include <cstdio>
+
 #include "algorithms/sync/sync_mode.h"
 
 namespace geomx::cli {
@@ -23,7 +25,8 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
   const sync::SyncModeTraits traits = sync::TraitsOf(s.mode);
   if (!recipe.has_topology) {
     if (traits.needs_topology) {
-      out->push_back({{"sync.mode"}, "sync.mode", "'" + s.mode + "' synchronises data centres: it needs a topology section"});
+      out->push_back(
+          {{"sync.mode"}, "sync.mode", "'" + s.mode + "' synchronises data centres: it needs a topology section"});
     }
     if (links.any()) {
       out->push_back({{"accelerators.compression", "accelerators.links", "accelerators"}, "accelerators",
@@ -41,18 +44,69 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
   }
   if (a.p3 && links.lan()) {
     out->push_back({{"accelerators.p3.enabled", "accelerators.compression"}, "accelerators.p3.enabled",
-                    "P3 slices dense gradients between workers and local servers: compress only the WAN links with it"});
+                    "P3 slices dense gradients between workers and local servers: compress only the WAN links "
+                    "with it"});
   }
   const bool optimizer_momentum =
       (recipe.optimizer.name == "momentum" || recipe.optimizer.name == "nesterov") && recipe.optimizer.momentum > 0;
-  const bool bsc_push = links.local_to_global == comm::LinkScheme::kBsc ||
-                        links.local_to_global == comm::LinkScheme::kMpq ||
-                        links.worker_to_local == comm::LinkScheme::kBsc;
-  if (a.bsc_momentum > 0 && bsc_push && optimizer_momentum && traits.steps_on_gradients) {
-    out->push_back({{"accelerators.bsc.momentum", "optimizer.momentum"}, "accelerators.bsc.momentum",
-                    "momentum correction in the compressor and optimizer '" + recipe.optimizer.name +
-                        "' would apply momentum twice; set one of accelerators.bsc.momentum and optimizer.momentum "
-                        "to 0"});
+  const bool sparse_wan_push =
+      links.local_to_global == comm::LinkScheme::kBsc || links.local_to_global == comm::LinkScheme::kMpq;
+  const bool bsc_push = sparse_wan_push || links.worker_to_local == comm::LinkScheme::kBsc;
+  // accelerators.bsc.momentum is DGC's momentum correction: the encoder of a bsc push accumulates a velocity of
+  // what it is pushed (answers never use it). Gradient modes: only instead of the optimizer's momentum.
+  // Model-averaging modes push model deltas, which already carry every local step: a velocity over them counts
+  // each about 1 / (1 - m) times.
+  if (a.bsc_momentum > 0 && bsc_push) {
+    if (traits.steps_on_gradients && optimizer_momentum) {
+      out->push_back({{"accelerators.bsc.momentum", "optimizer.momentum"}, "accelerators.bsc.momentum",
+                      "momentum correction in the compressor and optimizer '" + recipe.optimizer.name +
+                          "' would apply momentum twice; set one of accelerators.bsc.momentum and optimizer.momentum "
+                          "to 0"});
+    } else if (!traits.steps_on_gradients) {
+      char times[32];
+      std::snprintf(times, sizeof(times), "%.3g", 1.0 / (1.0 - static_cast<double>(a.bsc_momentum)));
+      out->push_back({{"accelerators.bsc.momentum"}, "accelerators.bsc.momentum",
+                      "momentum correction accumulates gradients (DGC), but sync.mode: " + s.mode +
+                          " sends model deltas over the WAN, which already hold the workers' optimizer steps: a "
+                          "velocity over them would count each delta about 1 / (1 - momentum) = " + times +
+                          " times; set accelerators.bsc.momentum to 0 (the workers' optimizer keeps its momentum)"});
+    }
+  }
+  if (traits.exact_wan_push && sparse_wan_push) {
+    out->push_back({{"accelerators.links.local_to_global", "accelerators.compression"},
+                    "accelerators.links.local_to_global",
+                    "sync.mode: " + s.mode + " steps its outer optimizer (sync.outer.*) on the data centres' mean "
+                    "delta, which must arrive whole: top-k with error feedback before the outer momentum amplifies "
+                    "stale residual bursts about sync.outer.lr / (1 - sync.outer.momentum) times. Send the deltas as "
+                    "none or fp16 and sparsify the answer, which the global server compresses after the outer step "
+                    "with its own error feedback: accelerators.links: {local_to_global: fp16, global_to_local: " +
+                        std::string(comm::LinkSchemeName(links.local_to_global)) + "}"});
+  }
+  // sign and int8 (LinkSchemeDef::feedback_answers) keep an error-feedback residual on every link they encode, so
+  // what they carry must be increments the receiver adds up: neither diloco's exact mean delta nor weights.
+  auto feedback = [](comm::LinkScheme k) {
+    const comm::LinkSchemeDef* d = comm::LinkSchemeOf(k);
+    return d != nullptr && d->feedback_answers;
+  };
+  if (traits.exact_wan_push && feedback(links.local_to_global)) {
+    out->push_back({{"accelerators.links.local_to_global", "accelerators.compression"},
+                    "accelerators.links.local_to_global",
+                    "sync.mode: " + s.mode + " steps its outer optimizer on the data centres' exact mean delta; '" +
+                        comm::LinkSchemeName(links.local_to_global) + "' sends it with error feedback. Send the "
+                        "deltas as none or fp16 and compress the answer: accelerators.links: {local_to_global: fp16, "
+                        "global_to_local: " + comm::LinkSchemeName(links.local_to_global) + "}"});
+  }
+  if (traits.steps_on_gradients && recipe.optimizer_where == "global-server") {
+    const std::pair<const char*, comm::LinkScheme> down[] = {{"global_to_local", links.global_to_local},
+                                                             {"local_to_worker", links.local_to_worker}};
+    for (const auto& [link, scheme] : down) {
+      if (!feedback(scheme)) continue;
+      const std::string path = std::string("accelerators.links.") + link;
+      out->push_back({{path, "accelerators.compression"}, path,
+                      std::string("'") + comm::LinkSchemeName(scheme) + "' keeps an error-feedback residual of "
+                      "what it sends, which suits increments, but with optimizer.where: global-server the answers are "
+                      "weights; use optimizer.where: worker, or set " + path + " to none or fp16"});
+    }
   }
 }
 

@@ -66,7 +66,7 @@ class OuterSink final : public comm::AggregateSink {
 class AveragingGlobalServer final : public ServerPolicy {
  public:
   static Result<std::unique_ptr<ServerPolicy>> Create(const ServerArgs& args, const OuterRule& rule) {
-    GEOMX_ASSIGN_OR_RETURN(auto outer, OuterOptimizer::Create(rule));
+    GEOMX_ASSIGN_OR_RETURN(auto outer, OuterOptimizer::Create(rule, AnswerSparsifierOf(rule, args.codec)));
     auto p = std::unique_ptr<AveragingGlobalServer>(new AveragingGlobalServer(std::move(outer), args.observer));
     comm::SyncAggregatorOptions opts;
     opts.expected_senders = static_cast<int>(args.job->datacentres.size());
@@ -113,7 +113,9 @@ class AveragingLocalSink final : public comm::AggregateSink, public ps::ServerSt
     const int64_t wan_round = (round + 1) / k2_ - 1;
     upper_->PushPullSlice(wire_key, delta, wan_round, contributors,
                           [this, wire_key, n, done = std::move(done)](Status s, std::vector<float> update) {
-                            if (s.ok() && update.size() != n) s = Status::DataLoss("not " + std::to_string(n) + " values");
+                            if (s.ok() && update.size() != n) {
+                              s = Status::DataLoss("not " + std::to_string(n) + " values");
+                            }
                             if (!s.ok()) return done(s.WithContext("global sync of " + KeyName(wire_key)), Bytes());
                             std::vector<float> model;
                             {
@@ -188,17 +190,36 @@ class AveragingLocalServer final : public ServerPolicy {
 
 }  // namespace
 
-OuterOptimizer::OuterOptimizer() : opt_(nn::LrScheduleConfig{}, 1, 1) {}
+AnswerSparsifier AnswerSparsifierOf(const OuterRule& rule, const comm::TierCodec& tier) {
+  AnswerSparsifier s;
+  const comm::LinkCodecConfig& answer = tier.answer;
+  const bool sparse_link =
+      answer.scheme == comm::LinkScheme::kBsc || (answer.scheme == comm::LinkScheme::kMpq && answer.wan);
+  s.enabled = rule.sparse_answer && tier.compressed && sparse_link;
+  s.size_lower_bound = answer.size_lower_bound;
+  s.bsc = answer.bsc;
+  s.bsc.momentum = 0.0f;  // error feedback only: the outer optimizer has the momentum
+  return s;
+}
 
-Result<std::unique_ptr<OuterOptimizer>> OuterOptimizer::Create(const OuterRule& rule) {
+OuterOptimizer::OuterOptimizer(const AnswerSparsifier& sparsifier)
+    : opt_(nn::LrScheduleConfig{}, 1, 1), sparsifier_(sparsifier) {}
+
+Result<std::unique_ptr<OuterOptimizer>> OuterOptimizer::Create(const OuterRule& rule,
+                                                               const AnswerSparsifier& sparsifier) {
   nn::OptimizerConfig c;
   c.name = rule.momentum > 0 ? "nesterov" : "sgd";
   c.lr = rule.lr;
   c.momentum = rule.momentum;
   c.weight_decay = 0;
-  auto outer = std::unique_ptr<OuterOptimizer>(new OuterOptimizer());
+  auto outer = std::unique_ptr<OuterOptimizer>(new OuterOptimizer(sparsifier));
   Status s = outer->opt_.SetRule(c);
   if (!s.ok()) return s.WithContext("outer optimizer (sync.outer / sync.esync.global_lr)");
+  if (sparsifier.enabled) {
+    Result<std::unique_ptr<comm::Compressor>> topk = comm::MakeCompressor("bsc", outer->sparsifier_.bsc);
+    if (!topk.ok()) return topk.status().WithContext("the global server's answer sparsifier (accelerators.bsc)");
+    outer->topk_ = std::move(topk).value();
+  }
   return outer;
 }
 
@@ -211,17 +232,44 @@ Result<std::vector<float>> OuterOptimizer::Apply(uint64_t wire_key, std::span<co
   GEOMX_ASSIGN_OR_RETURN(Bytes after, opt_.Step(wire_key, pseudo, round));
   const float* a = after.as<float>();
   for (size_t i = 0; i < before.size(); ++i) before[i] = a[i] - before[i];
-  return before;
+  if (!topk_ || before.size() < sparsifier_.size_lower_bound) return before;
+  // Compressed after the outer step: top-k of (update + residual); the rest stays in the residual.
+  Result<Bytes> frame = topk_->Encode(before, residual_[wire_key]);
+  if (!frame.ok()) return frame.status().WithContext(KeyName(wire_key) + ": sparse answer");
+  std::vector<float> answer(before.size());
+  GEOMX_RETURN_IF_ERROR(comm::DecodeFrame(*frame, answer));
+  return answer;
+}
+
+std::vector<float> OuterOptimizer::Residual(uint64_t wire_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = residual_.find(wire_key);
+  if (it != residual_.end() && !it->second.residual.empty()) return it->second.residual;
+  Result<std::vector<float>> w = opt_.Weights(wire_key);
+  return w.ok() ? std::vector<float>(w->size(), 0.0f) : std::vector<float>();
 }
 
 Status OuterOptimizer::SaveState(const std::string& prefix, ps::StateTensors* out) const {
   std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [wk, st] : residual_) {
+    if (!st.residual.empty()) (*out)[prefix + "residual/" + std::to_string(wk)] = ps::StateVector(st.residual);
+  }
   return opt_.SaveState(prefix, out);
 }
 
 Status OuterOptimizer::RestoreState(const std::string& prefix, const ps::StateTensors& in) {
+  std::map<uint64_t, comm::CompressorState> residual;
+  const std::string head = prefix + "residual/";
+  for (const auto& [name, t] : in) {
+    if (name.rfind(head, 0) != 0) continue;
+    const std::optional<uint64_t> wk = ps::StateIndexAfter(name, head);
+    if (!wk || t.dtype() != DType::kF32) return Status::DataLoss("server state: bad residual entry " + name);
+    residual[*wk].residual = t.ToFloatVector();
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  return opt_.RestoreState(prefix, in);
+  GEOMX_RETURN_IF_ERROR(opt_.RestoreState(prefix, in));
+  residual_ = std::move(residual);
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<ServerPolicy>> MakeAveragingGlobalServer(const ServerArgs& args, const OuterRule& rule) {
@@ -236,6 +284,12 @@ Status AveragingWorker::Apply(const std::vector<nn::Parameter*>& params, int64_t
   optimizer_->Step(params);
   if (++steps_in_round_ < StepsThisRound()) return Status::Ok();
   GEOMX_RETURN_IF_ERROR(exchange_.Exchange(params, HostValues(params), sync_index_, ParamExchange::Answer::kWeights));
+  if (observer_ && observer_->WantsWorkerModels()) {
+    GEOMX_RETURN_IF_ERROR(exchange_.Flush());
+    std::vector<std::vector<float>> weights;
+    for (const Tensor& t : HostValues(params)) weights.push_back(t.ToFloatVector());
+    observer_->OnWorkerModel(worker_index_, sync_index_, weights);
+  }
   steps_in_round_ = 0;
   ++sync_index_;
   return AfterSync();

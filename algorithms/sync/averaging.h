@@ -11,6 +11,12 @@
 //               optimizer on the global model (pseudo-gradient = -mean delta); answers with the update
 //               (new global weights - old), which every local server adds to its milestone
 //
+// diloco's answer with a sparsifying global_to_local link (bsc, mpq's large slices): the outer step with
+// momentum moves every coordinate, so the global server compresses AFTER it with its own error feedback: the
+// answer is the top-k of (outer update + the global server's residual) and the rest stays in the residual
+// (AnswerSparsifier). The global model then equals every milestone + that residual. hfa and esync answer the
+// update whole: without momentum it has the support of the pushes (the union of the data centres' selections).
+//
 // hfa: K1 local steps, K2 local averages per WAN sync, outer SGD with lr 1 (w_g += mean delta). diloco: the same
 // with outer Nesterov (sync.outer.lr, sync.outer.momentum). esync: K2 = 1, outer SGD with lr
 // sync.esync.global_lr, and each worker's local steps per round decided by the state server.
@@ -23,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -31,6 +38,7 @@
 #include "algorithms/sync/param_exchange.h"
 #include "algorithms/sync/server_optimizer.h"
 #include "algorithms/sync/sync_mode.h"
+#include "comm/compression/compressor.h"
 
 namespace geomx::sync {
 
@@ -38,28 +46,52 @@ namespace geomx::sync {
 struct OuterRule {
   float lr = 1.0f;
   float momentum = 0.0f;  // > 0: Nesterov (v = mu v + g; w -= lr (g + mu v))
+  // Compress the answer after the outer step with the global server's error feedback when the global tier's
+  // answer link sparsifies (diloco); false: the update is answered whole and the link encodes it (hfa, esync).
+  bool sparse_answer = false;
 };
+
+// The global server's top-k of its answers: for a slice of at least `size_lower_bound` elements, the answer is the
+// k = max(1, floor(bsc.ratio x length)) entries of largest |update + residual| (bsc.selection: exact or sampled,
+// as the bsc compressor selects, comm/compression/compressor.h), and what is not sent stays in the residual.
+// Invariant: the answers sent + the residual == the outer updates. Smaller slices are answered whole.
+struct AnswerSparsifier {
+  bool enabled = false;
+  uint64_t size_lower_bound = 1000;
+  comm::CompressorConfig bsc;  // ratio and selection; its momentum is not used
+};
+// The sparsifier a global server answering on `tier` uses with `rule`: enabled when rule.sparse_answer and the
+// tier's answer link sparsifies large slices (bsc; mpq on the WAN), with that link's ratio, selection and bound.
+AnswerSparsifier AnswerSparsifierOf(const OuterRule& rule, const comm::TierCodec& tier);
 
 // The global model of the wire keys one global server holds, and the outer optimizer over it. Thread-safe.
 class OuterOptimizer final : public ps::ServerState {
  public:
-  static Result<std::unique_ptr<OuterOptimizer>> Create(const OuterRule& rule);
+  static Result<std::unique_ptr<OuterOptimizer>> Create(const OuterRule& rule, const AnswerSparsifier& sparsifier = {});
   // The key's initial (global) weights; ignored when it has some.
   void InitKey(uint64_t wire_key, std::span<const float> weights) { opt_.InitKey(wire_key, weights); }
   bool HasKey(uint64_t wire_key) const { return opt_.HasKey(wire_key); }
   Result<std::vector<float>> Weights(uint64_t wire_key) const { return opt_.Weights(wire_key); }
   // One outer step of `wire_key` with the mean model delta of the workers (pseudo-gradient -mean_delta) at sync
-  // `round`; returns the update applied to the global weights (new - old).
+  // `round`; returns the answer for the data centres: the update applied to the global weights (new - old), or,
+  // with the sparsifier enabled and a slice of at least its bound, the top-k of (update + residual).
   Result<std::vector<float>> Apply(uint64_t wire_key, std::span<const float> mean_delta, int64_t round);
+  // What the sparsifier kept back of `wire_key` (zeros of the key's length before its first sparse answer; empty
+  // for a key without weights).
+  std::vector<float> Residual(uint64_t wire_key) const;
 
-  // ps::ServerState: the global model and the outer optimizer's momentum (ServerOptimizer's entries).
+  // ps::ServerState: the global model and the outer optimizer's momentum (ServerOptimizer's entries), and the
+  // sparsifier's residual of every key ("<prefix>residual/<wire key>").
   Status SaveState(const std::string& prefix, ps::StateTensors* out) const override;
   Status RestoreState(const std::string& prefix, const ps::StateTensors& in) override;
 
  private:
-  OuterOptimizer();
+  explicit OuterOptimizer(const AnswerSparsifier& sparsifier);
   mutable std::mutex mu_;  // serialises Weights + Step of one Apply
   ServerOptimizer opt_;
+  const AnswerSparsifier sparsifier_;
+  std::unique_ptr<comm::Compressor> topk_;                // the bsc compressor (momentum 0) when enabled
+  std::map<uint64_t, comm::CompressorState> residual_;    // GUARDED_BY(mu_)
 };
 
 // The policies of the averaging modes. `k2`: local averages per WAN sync (esync: 1).
@@ -67,10 +99,14 @@ Result<std::unique_ptr<ServerPolicy>> MakeAveragingGlobalServer(const ServerArgs
 Result<std::unique_ptr<ServerPolicy>> MakeAveragingLocalServer(const LocalServerArgs& args, int k2);
 
 // The worker side: local steps, then a parameter PushPull per round. Subclasses decide the steps of a round.
+// Reports its model after every sync to args.observer when it WantsWorkerModels().
 class AveragingWorker : public WorkerSync {
  public:
-  AveragingWorker(comm::KvLink* link, nn::Module* model, nn::Optimizer* optimizer)
-      : exchange_(link, model), optimizer_(optimizer) {}
+  explicit AveragingWorker(const WorkerArgs& args)
+      : exchange_(args.link, args.model),
+        optimizer_(args.optimizer),
+        observer_(args.observer),
+        worker_index_(args.worker_index) {}
   Status PullInitial(const std::vector<nn::Parameter*>& params) override { return exchange_.PullInitial(params); }
   Status Apply(const std::vector<nn::Parameter*>& params, int64_t iteration) override;
   Status Flush() override { return exchange_.Flush(); }
@@ -88,6 +124,8 @@ class AveragingWorker : public WorkerSync {
  private:
   ParamExchange exchange_;
   nn::Optimizer* optimizer_;
+  SyncObserver* const observer_;
+  const int worker_index_;
   int64_t sync_index_ = 0;
   int steps_in_round_ = 0;
 };

@@ -50,8 +50,9 @@ Status Answer(comm::Van& van, int rank, const comm::Message& req, const Status& 
 // The worker of esync: the state server's steps per round, its learning rate follows rounds, not iterations.
 class EsyncWorker final : public AveragingWorker {
  public:
-  EsyncWorker(const WorkerArgs& args, int max_local_steps, std::unique_ptr<EsyncStateClient> client)
-      : AveragingWorker(args.link, args.model, args.optimizer),
+  EsyncWorker(const WorkerArgs& args, int max_local_steps, std::unique_ptr<EsyncStateClient> client,
+              double fixed_seconds_per_step)
+      : AveragingWorker(args),
         client_(std::move(client)),
         rank_(args.worker_index),
         schedule_(args.job->job.schedule),
@@ -59,6 +60,7 @@ class EsyncWorker final : public AveragingWorker {
         per_epoch_(args.job->job.plan.iterations_per_epoch),
         max_local_steps_(max_local_steps),
         rounds_(std::max<int64_t>(args.job->job.plan.total_rounds(), 1)),
+        fixed_seconds_(fixed_seconds_per_step),
         observer_(args.observer) {}
 
   Status PullInitial(const std::vector<nn::Parameter*>& params) override {
@@ -95,7 +97,8 @@ class EsyncWorker final : public AveragingWorker {
 
   Status AfterSync() override {
     if (observer_) observer_->OnEsyncWorkerRound(EsyncWorkerTrace{rank_, sync_index() - 1, steps_, measured_steps_});
-    const double per_step = measured_steps_ > 0 ? measured_s_ / measured_steps_ : 0.0;
+    double per_step = measured_steps_ > 0 ? measured_s_ / measured_steps_ : 0.0;
+    if (fixed_seconds_ > 0) per_step = fixed_seconds_;
     measured_s_ = 0;
     measured_steps_ = 0;
     if (Finished()) return client_->Finish(rounds_);
@@ -112,6 +115,7 @@ class EsyncWorker final : public AveragingWorker {
   const int64_t per_epoch_;
   const int max_local_steps_;
   const int64_t rounds_;
+  const double fixed_seconds_;  // > 0: reported instead of the measured seconds per step
   SyncObserver* const observer_;
   int steps_ = 1;
   Clock::time_point last_end_;
@@ -323,6 +327,12 @@ Status RunEsyncStateServer(const StateServerArgs& args, int max_local_steps) {
 
 // ---- the mode ----
 
+Result<std::unique_ptr<WorkerSync>> MakeEsyncWorker(const WorkerArgs& args, int max_local_steps,
+                                                    double fixed_seconds_per_step) {
+  GEOMX_ASSIGN_OR_RETURN(auto client, EsyncStateClient::Connect(args.state_server, args.worker_index));
+  return std::unique_ptr<WorkerSync>(new EsyncWorker(args, max_local_steps, std::move(client), fixed_seconds_per_step));
+}
+
 namespace {
 
 struct EsyncConfig {
@@ -340,8 +350,7 @@ class Esync final : public SyncMode {
     return MakeAveragingLocalServer(args, /*k2=*/1);
   }
   Result<std::unique_ptr<WorkerSync>> MakeWorker(const WorkerArgs& args) const override {
-    GEOMX_ASSIGN_OR_RETURN(auto client, EsyncStateClient::Connect(args.state_server, args.worker_index));
-    return std::unique_ptr<WorkerSync>(new EsyncWorker(args, config_.max_local_steps, std::move(client)));
+    return MakeEsyncWorker(args, config_.max_local_steps);
   }
   Status RunStateServer(const StateServerArgs& args) const override {
     return RunEsyncStateServer(args, config_.max_local_steps);

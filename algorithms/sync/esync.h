@@ -61,6 +61,12 @@ class EsyncPlanner {
   std::vector<bool> finished_;
 };
 
+// The esync worker (what sync.mode esync's MakeWorker builds): connects to the state server, then takes the steps
+// it is told each round. It reports its measured seconds per local step, or `fixed_seconds_per_step` when > 0
+// (a test's emulated machine speed, so the plan is known in advance).
+Result<std::unique_ptr<WorkerSync>> MakeEsyncWorker(const WorkerArgs& args, int max_local_steps,
+                                                    double fixed_seconds_per_step = 0.0);
+
 // The state server: answers until every worker finished (kDeadlineExceeded after args.timeout_ms of silence).
 Status RunEsyncStateServer(const StateServerArgs& args, int max_local_steps);
 

@@ -1,7 +1,9 @@
 // sync.mode hfa and diloco: the averaging round of averaging.h with K1 local steps per round and K2 local
 // averages per WAN synchronisation.
 //   hfa     outer SGD with lr 1: the global model moves by the mean delta of all workers (HFA, GeoMX)
-//   diloco  outer Nesterov with sync.outer.lr and sync.outer.momentum on the pseudo-gradient -mean delta
+//   diloco  outer Nesterov with sync.outer.lr and sync.outer.momentum on the pseudo-gradient -mean delta; the
+//           deltas go up exactly (none or fp16) and a sparsifying answer link gets the top-k of the outer update
+//           with the global server's error feedback (averaging.h)
 #include <string>
 
 #include "algorithms/sync/averaging.h"
@@ -18,7 +20,7 @@ struct HfaConfig {
 // K1 local steps per round.
 class HfaWorker final : public AveragingWorker {
  public:
-  HfaWorker(const WorkerArgs& args, int k1) : AveragingWorker(args.link, args.model, args.optimizer), k1_(k1) {}
+  HfaWorker(const WorkerArgs& args, int k1) : AveragingWorker(args), k1_(k1) {}
 
  protected:
   int StepsThisRound() const override { return k1_; }
@@ -52,13 +54,13 @@ Result<HfaConfig> CountsOf(const SyncSettings& s) {
 
 Result<std::unique_ptr<SyncMode>> CreateHfa(const SyncSettings& s) {
   GEOMX_ASSIGN_OR_RETURN(HfaConfig c, CountsOf(s));
-  c.outer = OuterRule{1.0f, 0.0f};
+  c.outer = OuterRule{.lr = 1.0f, .momentum = 0.0f};
   return std::unique_ptr<SyncMode>(new Hfa(c));
 }
 
 Result<std::unique_ptr<SyncMode>> CreateDiloco(const SyncSettings& s) {
   GEOMX_ASSIGN_OR_RETURN(HfaConfig c, CountsOf(s));
-  c.outer = OuterRule{s.outer_lr, s.outer_momentum};
+  c.outer = OuterRule{.lr = s.outer_lr, .momentum = s.outer_momentum, .sparse_answer = true};
   return std::unique_ptr<SyncMode>(new Hfa(c));
 }
 
@@ -74,7 +76,7 @@ GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
 GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = "diloco",
     .help = "hfa with an outer Nesterov optimizer on the averaged model delta (sync.outer.lr, momentum)",
-    .traits = kAveraging,
+    .traits = {.averages_models = true, .steps_on_gradients = false, .exact_wan_push = true},
     .create = CreateDiloco,
     .rules = [](const SyncRuleInput&, std::vector<RuleViolation>*) {}}));
 

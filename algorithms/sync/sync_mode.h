@@ -133,6 +133,10 @@ struct SyncModeTraits {
   bool steps_on_gradients = true;   // an optimizer steps on the mean gradient every round (fsa, mixed)
   bool update_per_datacentre = false;  // one optimizer step per data centre per round (mixed)
   bool state_server = false;        // a central state-server process (esync)
+  // The global server steps an optimizer with momentum on the exact mean delta (diloco): the local -> global link
+  // must not sparsify (top-k with error feedback before momentum amplifies stale residual bursts); its answers
+  // are sparsified after the outer step instead (averaging.h).
+  bool exact_wan_push = false;
 };
 
 // What a mode's recipe rules see (cli/ fills it from the recipe, sync_rules.cc).

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "bench/bench_config.h"
 #include "cli/recipe.h"
+#include "tests/testutil.h"
 
 namespace geomx::bench {
 namespace {
@@ -142,15 +145,72 @@ TEST(BenchConfig, MixedDividesTheLearningRateByTheDataCentres) {
   for (const std::string& s : hips->sets) EXPECT_EQ(s.find("optimizer.lr"), std::string::npos) << s;
 }
 
-TEST(BenchConfig, EveryPresetIsAcceptedByTheRecipeSchema) {
-  // Key names and value types must exist; whether a mode is implemented is checked when it runs.
-  for (const char* spec : {"flat-ps", "hips", "hips+bsc", "hips+fp16", "hips+mpq", "hips+p3", "mixed", "hfa",
-                           "hfa+bsc", "esync", "diloco"}) {
-    auto c = ResolveConfig(spec, Geo2x2());
+// Every preset with every accelerator (alone and with +p3) against recipes/bench_geo2x2.yaml, the recipe
+// `geomx bench` runs: each resolves to overrides that pass the whole recipe validation (schema and the cross-key
+// rules of cli/sync_rules.h, as LoadRecipe runs them for `geomx train`), except the combinations documented as
+// invalid, which the preset layer refuses with the reason before anything runs.
+TEST(BenchConfig, EveryPresetAndAcceleratorPassesTheRecipeRules) {
+  const std::string path = (testing::SourceDir() / "recipes" / "bench_geo2x2.yaml").string();
+  auto base = cli::LoadRecipe(path);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  // The gradient modes' fp16 and mpq presets compress the data centres' links, which P3 needs dense.
+  const std::set<std::string> gradient_modes = {"flat-ps", "hips", "mixed"};
+  int resolved = 0, refused = 0;
+  for (const std::string& preset : PresetNames()) {
+    if (preset == "ddp") continue;
+    for (const char* accs : {"", "+bsc", "+fp16", "+mpq", "+p3", "+bsc+p3", "+fp16+p3", "+mpq+p3"}) {
+      const std::string spec = preset + accs;
+      const bool invalid = gradient_modes.count(preset) &&
+                           (std::string(accs) == "+fp16+p3" || std::string(accs) == "+mpq+p3");
+      auto c = ResolveConfig(spec, *base);
+      if (invalid) {
+        ASSERT_FALSE(c.ok()) << spec << " resolved to a configuration the recipe rules refuse";
+        EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << spec;
+        EXPECT_NE(c.status().message().find("P3 needs dense links between workers and local servers"),
+                  std::string::npos)
+            << spec << ": " << c.status().message();
+        EXPECT_NE(c.status().message().find("accelerators.links.local_to_global="), std::string::npos)
+            << spec << ": the refusal names the configuration that works: " << c.status().message();
+        ++refused;
+        continue;
+      }
+      ASSERT_TRUE(c.ok()) << spec << ": " << c.status().ToString();
+      auto r = cli::LoadRecipe(path, c->sets);
+      EXPECT_TRUE(r.ok()) << spec << " is refused by the recipe rules:\n" << r.status().message();
+      ++resolved;
+    }
+  }
+  EXPECT_EQ(refused, 6);
+  EXPECT_EQ(resolved, 6 * 8 - 6);  // flat-ps, hips, diloco, esync, hfa, mixed
+}
+
+// mixed's global server owns the weights (the optimizer steps there), so its sparse presets keep the optimizer
+// there and send the weights down dense; diloco's outer momentum needs the exact deltas, so they go up in FP16 and
+// the answers are sparsified.
+TEST(BenchConfig, SparsePresetsFollowWhatTheModeNeeds) {
+  const std::string path = (testing::SourceDir() / "recipes" / "bench_geo2x2.yaml").string();
+  auto base = cli::LoadRecipe(path);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  for (const char* spec : {"mixed+bsc", "mixed+mpq"}) {
+    auto c = ResolveConfig(spec, *base);
     ASSERT_TRUE(c.ok()) << spec;
-    auto r = ParseRecipe(kGeo2x2, "geo2x2", c->sets);
-    EXPECT_TRUE(r.ok() || r.status().message().find("unknown key") == std::string::npos)
-        << spec << ": " << r.status().ToString();
+    auto r = cli::LoadRecipe(path, c->sets);
+    ASSERT_TRUE(r.ok()) << spec << ": " << r.status().ToString();
+    EXPECT_EQ(r->optimizer_where, "global-server") << spec;
+    EXPECT_EQ(r->accelerators.global_to_local, "none") << spec;
+    EXPECT_EQ(r->optimizer.name, "sgd") << spec;  // DGC's momentum correction, as for hips
+    EXPECT_FLOAT_EQ(r->accelerators.bsc_momentum, 0.9f) << spec;
+    EXPECT_FLOAT_EQ(r->optimizer.lr, 0.025f) << spec;  // 0.05 over 2 data centres
+  }
+  for (const char* scheme : {"bsc", "mpq"}) {
+    auto c = ResolveConfig(std::string("diloco+") + scheme, *base);
+    ASSERT_TRUE(c.ok()) << scheme;
+    auto r = cli::LoadRecipe(path, c->sets);
+    ASSERT_TRUE(r.ok()) << scheme << ": " << r.status().ToString();
+    EXPECT_EQ(r->accelerators.local_to_global, "fp16") << scheme;
+    EXPECT_EQ(r->accelerators.global_to_local, scheme);
+    EXPECT_FLOAT_EQ(r->accelerators.bsc_momentum, 0.0f) << scheme;  // no momentum correction of model deltas
+    EXPECT_EQ(r->optimizer.name, "momentum") << scheme;              // the workers keep their optimizer
   }
 }
 

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "algorithms/ps/server_state.h"
+
 namespace geomx::sync {
 namespace {
 
@@ -45,6 +47,56 @@ TEST(OuterOptimizerTest, HfaAddsTheMeanDelta) {
   auto wrong = (*outer)->Apply(0, std::vector<float>{0.0f}, 1);        // a delta of the wrong length
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+}
+
+// diloco's sparse answer (AnswerSparsifier, k = 1 of 4) by hand, lr 1, momentum 0.5 (update = -(g + 0.5 v)):
+//   t0  delta (0.4,-0.2,0.1,0): g = -delta, v = g, update (0.6,-0.3,0.15,0); answer (0.6,0,0,0), residual
+//       (0,-0.3,0.15,0)
+//   t1  delta 0: v = 0.5 v = (-0.2,0.1,-0.05,0), update (0.1,-0.05,0.025,0); update + residual =
+//       (0.1,-0.35,0.175,0): answer (0,-0.35,0,0), residual (0.1,0,0.175,0)
+// Answers + residual = the updates; the residual survives a checkpoint and the next answer is the same.
+TEST(OuterOptimizerTest, SparseAnswersKeepTheRestInTheResidual) {
+  AnswerSparsifier sparsifier;
+  sparsifier.enabled = true;
+  sparsifier.size_lower_bound = 4;
+  sparsifier.bsc.ratio = 0.25f;
+  const OuterRule rule{.lr = 1.0f, .momentum = 0.5f, .sparse_answer = true};
+  auto outer = OuterOptimizer::Create(rule, sparsifier);
+  ASSERT_TRUE(outer.ok()) << outer.status().ToString();
+  const std::vector<float> w0 = {1.0f, 1.0f, 1.0f, 1.0f};
+  (*outer)->InitKey(7, w0);
+  auto near = [](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << what << " element " << i;
+  };
+  auto a0 = (*outer)->Apply(7, std::vector<float>{0.4f, -0.2f, 0.1f, 0.0f}, 0);
+  ASSERT_TRUE(a0.ok()) << a0.status().ToString();
+  near(*a0, {0.6f, 0, 0, 0}, "answer 0");
+  near((*outer)->Residual(7), {0, -0.3f, 0.15f, 0}, "residual 0");
+  auto a1 = (*outer)->Apply(7, std::vector<float>(4, 0.0f), 1);
+  ASSERT_TRUE(a1.ok());
+  near(*a1, {0, -0.35f, 0, 0}, "answer 1");
+  near((*outer)->Residual(7), {0.1f, 0, 0.175f, 0}, "residual 1");
+  near(*(*outer)->Weights(7), {1.7f, 0.65f, 1.175f, 1.0f}, "global model");  // w0 + both updates
+
+  ps::StateTensors state;
+  ASSERT_TRUE((*outer)->SaveState("g/", &state).ok());
+  auto restored = OuterOptimizer::Create(rule, sparsifier);
+  ASSERT_TRUE(restored.ok());
+  ASSERT_TRUE((*restored)->RestoreState("g/", state).ok());
+  near((*restored)->Residual(7), {0.1f, 0, 0.175f, 0}, "restored residual");
+  // t2, delta 0: v = (-0.1,0.05,-0.025,0), update (0.05,-0.025,0.0125,0), + residual: index 2 (0.1875) goes.
+  auto a2 = (*outer)->Apply(7, std::vector<float>(4, 0.0f), 2);
+  auto r2 = (*restored)->Apply(7, std::vector<float>(4, 0.0f), 2);
+  ASSERT_TRUE(a2.ok() && r2.ok());
+  near(*a2, {0, 0, 0.1875f, 0}, "answer 2");
+  EXPECT_EQ(*r2, *a2);
+  // A slice below the bound is answered whole; without the sparsifier the update is the answer.
+  (*outer)->InitKey(8, std::vector<float>{0.0f, 0.0f});
+  auto small = (*outer)->Apply(8, std::vector<float>{0.2f, -0.1f}, 0);
+  ASSERT_TRUE(small.ok());
+  near(*small, {0.3f, -0.15f}, "small slice");
+  EXPECT_EQ((*outer)->Residual(8), std::vector<float>(2, 0.0f));
 }
 
 }  // namespace

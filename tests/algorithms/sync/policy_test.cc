@@ -1,7 +1,7 @@
 // Sync policies without a recipe: each test builds a mode from its typed settings (sync::SyncSettings) and a key
 // schema, puts its global and local server policies on two tiers over inproc ZeroMQ (2 data centres x 2 workers,
-// one local server each, one global server), and drives the workers' side by hand through KvLinks. The values
-// the workers get back are compared with hand computations of the algorithm.
+// one local server each, one global server; policy_harness.h), and drives the workers' side by hand through
+// KvLinks. The values the workers get back are compared with hand computations of the algorithm.
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -12,20 +12,14 @@
 
 #include "algorithms/ps/job.h"
 #include "algorithms/sync/sync_mode.h"
-#include "comm/kv_link.h"
-#include "comm/kv_server.h"
-#include "comm/kv_worker.h"
-#include "tests/comm/ps_test_util.h"
+#include "tests/algorithms/sync/policy_harness.h"
 
 namespace geomx::sync {
 namespace {
 
-using comm::testing::FastOptions;
-using comm::testing::MakeSpec;
-using comm::testing::TestTier;
+using testing::kDcs;
+using testing::kWorkersPerDc;
 
-constexpr int kDcs = 2;
-constexpr int kWorkersPerDc = 2;
 constexpr uint64_t kKeyA = 0;  // 5 floats: two slices of 3 + 2 with split_bytes 12
 constexpr uint64_t kKeyB = 1;  // 2 floats
 
@@ -41,132 +35,34 @@ ps::KeySchema Schema() {
   return ps::KeySchema({a, b});
 }
 
-// The two tiers of a 2 x 2 job with the mode's policies on every server, and a KvLink per worker.
-class PolicyHarness {
+// The harness with the two keys above; each worker's values and answers as one vector (a's 5, then b's 2).
+class TwoKeyHarness {
  public:
-  PolicyHarness(const SyncSettings& settings, SyncJob job, comm::LinkPlan links)
-      : transport_(comm::testing::MakeTransport("zmq")), job_(std::move(job)) {
-    mode_ = std::move(CreateSyncMode(settings)).value();
-    comm::CommOptions o = FastOptions();
-    o.split_bytes = 12;
-    const ps::KeySchema schema = Schema();
-    global_layout_ = schema.Layout(1, o.split_bytes).value();
-    comm::TierSpec gspec = MakeSpec(*transport_, "global", 1, kDcs + 1, o);  // + the master
-    gspec.scheduler_party = "central";
-    global_ = std::make_unique<TestTier>(*transport_, gspec, std::vector<std::string>{"dc-a", "dc-b", "central"});
-    ServerArgs gargs{&job_, global_layout_, links.global, nullptr};
-    global_policy_ = std::move(mode_->MakeGlobalServer(gargs)).value();
-    global_server_ = std::make_unique<comm::KvServer>(&global_->server(0), 0, global_policy_->handler());
-    master_ = std::make_unique<comm::KvWorker>(&global_->worker(kDcs), 0, global_layout_);
-    for (int d = 0; d < kDcs; ++d) {
-      const std::string name = d == 0 ? "dc-a" : "dc-b";
-      dcs_.push_back(std::make_unique<TestTier>(*transport_, MakeSpec(*transport_, name, 1, kWorkersPerDc, o)));
-      const comm::KeyLayout local = schema.Layout(1, o.split_bytes).value();
-      uppers_.push_back(std::make_unique<comm::KvWorker>(&global_->worker(d), 0, global_layout_));
-      upper_links_.push_back(comm::KvLink::Create(uppers_.back().get(), links.global).value());
-      LocalServerArgs largs;
-      largs.job = &job_;
-      largs.layout = local;
-      largs.codec = links.local;
-      largs.dc_index = d;
-      largs.workers = kWorkersPerDc;
-      largs.upper = upper_links_.back().get();
-      local_policies_.push_back(std::move(mode_->MakeLocalServer(largs)).value());
-      local_servers_.push_back(
-          std::make_unique<comm::KvServer>(&dcs_.back()->server(0), 0, local_policies_.back()->handler()));
-      for (int w = 0; w < kWorkersPerDc; ++w) {
-        kvs_.push_back(std::make_unique<comm::KvWorker>(&dcs_.back()->worker(w), 0, local));
-        links_.push_back(comm::KvLink::Create(kvs_.back().get(), links.local).value());
-      }
-    }
-    std::vector<std::function<Status()>> start = {[this] { return global_->Start(); }};
-    for (auto& dc : dcs_) start.push_back([&dc] { return dc->Start(); });
-    for (const Status& s : comm::testing::RunConcurrently(start)) EXPECT_TRUE(s.ok()) << s.ToString();
-    std::vector<std::function<Status()>> barrier = {[this] { return BarrierAll(*global_); }};
-    for (auto& dc : dcs_) barrier.push_back([&dc] { return BarrierAll(*dc); });
-    for (const Status& s : comm::testing::RunConcurrently(barrier)) EXPECT_TRUE(s.ok()) << s.ToString();
+  TwoKeyHarness(const SyncSettings& settings, SyncJob job, comm::LinkPlan links)
+      : h_(settings, std::move(job), links, /*split_bytes=*/12) {}
+  void PushInitial(const std::vector<float>& a, const std::vector<float>& b, const comm::TierCodec&) {
+    h_.PushInitial({a, b});
   }
-
-  ~PolicyHarness() {
-    std::vector<std::function<Status()>> fin = {[this] { return global_->Finalize(); }};
-    for (auto& dc : dcs_) fin.push_back([&dc] { return dc->Finalize(); });
-    for (const Status& s : comm::testing::RunConcurrently(fin)) EXPECT_TRUE(s.ok()) << s.ToString();
-    links_.clear();
-    kvs_.clear();
-    local_servers_.clear();
-    upper_links_.clear();
-    uppers_.clear();
-    local_policies_.clear();
-    global_server_.reset();
-    master_.reset();
-    global_policy_.reset();
+  std::vector<std::vector<float>> Round(const std::vector<std::vector<float>>& a,
+                                        const std::vector<std::vector<float>>& b, int64_t round) {
+    std::vector<testing::KeyValues> in;
+    for (size_t w = 0; w < a.size(); ++w) in.push_back({a[w], b[w]});
+    return Joined(h_.Round(in, round));
   }
-
-  // The master worker's initial weights of both keys (round kInitRound), losslessly.
-  void PushInitial(const std::vector<float>& a, const std::vector<float>& b, const comm::TierCodec& global) {
-    auto link = comm::KvLink::Create(master_.get(), comm::LosslessSender(global)).value();
-    const uint64_t keys[] = {kKeyA, kKeyB};
-    const float* values[] = {a.data(), b.data()};
-    ASSERT_TRUE(link->Push(keys, values, comm::kInitRound).ok());
-  }
-
-  // Every worker PushPulls its (a, b) at `round` concurrently; returns what each got back.
-  std::vector<std::vector<float>> Round(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
-                                        int64_t round) {
-    std::vector<std::vector<float>> out(links_.size(), std::vector<float>(7));
-    std::vector<std::function<Status()>> calls;
-    for (size_t w = 0; w < links_.size(); ++w) {
-      calls.push_back([&, w] {
-        const uint64_t keys[] = {kKeyA, kKeyB};
-        const float* values[] = {a[w].data(), b[w].data()};
-        float* outs[] = {out[w].data(), out[w].data() + 5};
-        return links_[w]->PushPull(keys, values, outs, round);
-      });
-    }
-    for (const Status& s : comm::testing::RunConcurrently(calls)) EXPECT_TRUE(s.ok()) << s.ToString();
-    return out;
-  }
-
-  // Every worker pulls round kInitRound.
-  std::vector<std::vector<float>> PullInitial() {
-    std::vector<std::vector<float>> out(links_.size(), std::vector<float>(7));
-    std::vector<std::function<Status()>> calls;
-    for (size_t w = 0; w < links_.size(); ++w) {
-      calls.push_back([&, w] {
-        const uint64_t keys[] = {kKeyA, kKeyB};
-        float* outs[] = {out[w].data(), out[w].data() + 5};
-        return links_[w]->Pull(keys, outs, comm::kInitRound);
-      });
-    }
-    for (const Status& s : comm::testing::RunConcurrently(calls)) EXPECT_TRUE(s.ok()) << s.ToString();
-    return out;
-  }
-
-  ServerPolicy& global_policy() { return *global_policy_; }
+  std::vector<std::vector<float>> PullInitial() { return Joined(h_.PullInitial()); }
+  ServerPolicy& global_policy() { return h_.global_policy(); }
 
  private:
-  static Status BarrierAll(TestTier& tier) {
-    std::vector<std::function<Status()>> fns;
-    for (comm::Postoffice* po : tier.all()) fns.push_back([po] { return po->Barrier("all"); });
-    for (const Status& s : comm::testing::RunConcurrently(fns)) GEOMX_RETURN_IF_ERROR(s);
-    return Status::Ok();
+  static std::vector<std::vector<float>> Joined(const std::vector<testing::KeyValues>& per_worker) {
+    std::vector<std::vector<float>> out;
+    for (const testing::KeyValues& kv : per_worker) {
+      std::vector<float> joined = kv[0];
+      joined.insert(joined.end(), kv[1].begin(), kv[1].end());
+      out.push_back(std::move(joined));
+    }
+    return out;
   }
-
-  std::unique_ptr<comm::testing::Transport> transport_;
-  SyncJob job_;
-  std::unique_ptr<SyncMode> mode_;
-  comm::KeyLayout global_layout_;
-  std::unique_ptr<TestTier> global_;
-  std::vector<std::unique_ptr<TestTier>> dcs_;
-  std::unique_ptr<ServerPolicy> global_policy_;
-  std::unique_ptr<comm::KvServer> global_server_;
-  std::unique_ptr<comm::KvWorker> master_;
-  std::vector<std::unique_ptr<comm::KvWorker>> uppers_;
-  std::vector<std::unique_ptr<comm::KvLink>> upper_links_;
-  std::vector<std::unique_ptr<ServerPolicy>> local_policies_;
-  std::vector<std::unique_ptr<comm::KvServer>> local_servers_;
-  std::vector<std::unique_ptr<comm::KvWorker>> kvs_;
-  std::vector<std::unique_ptr<comm::KvLink>> links_;
+  testing::PolicyHarness h_;
 };
 
 SyncJob Job(const std::string& optimizer, float lr, OptimizerPlacement where) {
@@ -204,7 +100,7 @@ std::vector<float> MeanOf(const std::vector<std::vector<float>>& v) {
 // FSA with plain SGD on the global server: after each round every worker holds w - lr * mean(g).
 TEST(SyncPolicyTest, FsaServersApplySgdToTheMeanOfEveryWorkersGradient) {
   SyncSettings settings;  // mode fsa
-  PolicyHarness h(settings, Job("sgd", 0.5f, OptimizerPlacement::kGlobalServer), comm::LinkPlan{});
+  TwoKeyHarness h(settings, Job("sgd", 0.5f, OptimizerPlacement::kGlobalServer), comm::LinkPlan{});
   std::vector<float> wa = {1, 2, 3, 4, 5}, wb = {-1, 1};
   h.PushInitial(wa, wb, comm::TierCodec{});
   for (const auto& got : h.PullInitial()) EXPECT_EQ(got, (std::vector<float>{1, 2, 3, 4, 5, -1, 1}));
@@ -232,7 +128,7 @@ TEST(SyncPolicyTest, FsaAnswersTheMeanGradientThroughCompressedLinks) {
   schemes.worker_to_local = schemes.local_to_global = schemes.global_to_local = schemes.local_to_worker =
       comm::LinkScheme::kFp16;
   const comm::LinkPlan links = comm::MakeLinkPlan(schemes, comm::LinkParams{});
-  PolicyHarness h(SyncSettings{}, Job("sgd", 0.5f, OptimizerPlacement::kWorker), links);
+  TwoKeyHarness h(SyncSettings{}, Job("sgd", 0.5f, OptimizerPlacement::kWorker), links);
   h.PushInitial({1, 2, 3, 4, 5}, {-1, 1}, links.global);
   const auto ga = Values(5, 0, 1.0f), gb = Values(2, 0, 1.0f);
   const auto got = h.Round(ga, gb, 0);
@@ -250,7 +146,7 @@ TEST(SyncPolicyTest, HfaAveragesTheWorkersModelsOverBothTiers) {
   settings.mode = "hfa";
   settings.k1 = 1;
   settings.k2 = 1;
-  PolicyHarness h(settings, Job("sgd", 0.1f, OptimizerPlacement::kWorker), comm::LinkPlan{});
+  TwoKeyHarness h(settings, Job("sgd", 0.1f, OptimizerPlacement::kWorker), comm::LinkPlan{});
   std::vector<float> wa = {1, 2, 3, 4, 5}, wb = {-1, 1};
   h.PushInitial(wa, wb, comm::TierCodec{});
   (void)h.PullInitial();  // the local servers fetch the milestone

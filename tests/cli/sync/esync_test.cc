@@ -1,14 +1,18 @@
 // sync.mode esync (algorithms/sync/esync.h) through recipes: a 2 x 2 run with one data centre slowed down in which
-// every round's steps follow the rule and every worker takes them, and the state server as a role. (The rule, the
-// planner and the protocol alone: tests/algorithms/sync/esync_test.cc.)
+// every round's steps follow the rule and every worker takes them, the same with emulated speeds (dc-b 3x slower)
+// whose plan is derived by hand, and the state server as a role. (The rule, the planner and the protocol alone:
+// tests/algorithms/sync/esync_test.cc.)
 #include "algorithms/sync/esync.h"
 
 #include <map>
+#include <memory>
+#include <vector>
 #include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "algorithms/sync/averaging.h"
 #include "cli/local_topology.h"
 #include "cli/role_command.h"
 #include "comm/loopback_van.h"
@@ -78,6 +82,73 @@ TEST(EsyncClusterTest, StepsFollowTheRuleWithASlowDataCentre) {
       EXPECT_EQ(trace[i].told, rounds[i].steps[rank]) << "worker " << rank << " round " << i;
       EXPECT_EQ(trace[i].taken, trace[i].told) << "worker " << rank << " round " << i;
     }
+  }
+  const Weights& first = finals.begin()->second;
+  for (const auto& [name, w] : finals) EXPECT_EQ(MaxDiff(w, first), 0.0f) << name;
+}
+
+// esync with emulated machine speeds instead of measured ones, so the state server's plan is known in advance: the
+// workers of dc-a report 0.1 s per local step, those of dc-b 0.3 s (dc-b 3x slower). Everything else is esync's
+// own code: the averaging policies, the state server, its client and the worker (sync::MakeEsyncWorker).
+constexpr int kFixedMaxSteps = 6;
+
+class FixedSpeedEsync final : public sync::SyncMode {
+ public:
+  Result<std::unique_ptr<sync::ServerPolicy>> MakeGlobalServer(const sync::ServerArgs& args) const override {
+    return sync::MakeAveragingGlobalServer(args, sync::OuterRule{.lr = 1.0f, .momentum = 0.0f});
+  }
+  Result<std::unique_ptr<sync::ServerPolicy>> MakeLocalServer(const sync::LocalServerArgs& args) const override {
+    return sync::MakeAveragingLocalServer(args, /*k2=*/1);
+  }
+  Result<std::unique_ptr<sync::WorkerSync>> MakeWorker(const sync::WorkerArgs& args) const override {
+    return sync::MakeEsyncWorker(args, kFixedMaxSteps, args.dc_index == 0 ? 0.1 : 0.3);
+  }
+  Status RunStateServer(const sync::StateServerArgs& args) const override {
+    return sync::RunEsyncStateServer(args, kFixedMaxSteps);
+  }
+};
+
+GEOMX_REGISTER_SYNC_MODE((sync::SyncModeDef{
+    .name = "esync-fixed-speeds",
+    .help = "test only: esync whose workers report fixed seconds per step (dc-a 0.1 s, dc-b 0.3 s)",
+    .traits = {.averages_models = true, .steps_on_gradients = false, .state_server = true},
+    .create = [](const sync::SyncSettings&) -> Result<std::unique_ptr<sync::SyncMode>> {
+      return std::unique_ptr<sync::SyncMode>(new FixedSpeedEsync());
+    },
+    .rules = [](const sync::SyncRuleInput&, std::vector<sync::RuleViolation>*) {}}));
+
+// dc-b 3x slower. By hand: round 0 nothing is measured, every worker takes 1 step; from round 1 on the slowest
+// step is 0.3 s, so a dc-a worker takes floor(0.3 / 0.1) = 3 steps and a dc-b worker floor(0.3 / 0.3) = 1. Over
+// the run's 16 rounds a dc-a worker takes 1 + 15 x 3 = 46 local steps, a dc-b worker 16. (A planner that gave
+// every worker one step fails every round from 1 on.)
+TEST(EsyncClusterTest, FastWorkersTakeMoreStepsByHand) {
+  Recipe r = AveragingRecipe("esync-fixed-speeds", 1);
+  struct Traces : sync::SyncObserver {
+    std::mutex mu;
+    std::vector<sync::EsyncRoundTrace> rounds;
+    std::map<int, std::vector<sync::EsyncWorkerTrace>> workers;
+    void OnEsyncRound(const sync::EsyncRoundTrace& t) override {
+      std::lock_guard<std::mutex> lock(mu);
+      rounds.push_back(t);
+    }
+    void OnEsyncWorkerRound(const sync::EsyncWorkerTrace& t) override {
+      std::lock_guard<std::mutex> lock(mu);
+      workers[t.rank].push_back(t);
+    }
+  } traces;
+  const auto finals = RunCluster(r, &traces);
+  ASSERT_EQ(finals.size(), 4u);
+  ASSERT_EQ(traces.rounds.size(), 16u);
+  for (size_t i = 0; i < traces.rounds.size(); ++i) {
+    const std::vector<int> want = i == 0 ? std::vector<int>{1, 1, 1, 1} : std::vector<int>{3, 3, 1, 1};
+    EXPECT_EQ(traces.rounds[i].steps, want) << "round " << i;
+  }
+  ASSERT_EQ(traces.workers.size(), 4u);
+  for (const auto& [rank, trace] : traces.workers) {
+    ASSERT_EQ(trace.size(), 16u) << "worker " << rank;
+    int taken = 0;
+    for (const sync::EsyncWorkerTrace& t : trace) taken += t.taken;
+    EXPECT_EQ(taken, rank < 2 ? 46 : 16) << "worker " << rank;
   }
   const Weights& first = finals.begin()->second;
   for (const auto& [name, w] : finals) EXPECT_EQ(MaxDiff(w, first), 0.0f) << name;

@@ -1,0 +1,149 @@
+// sync.mode hfa with K1 > 1 and K2 > 1 (the LAN-only averages between WAN syncs) on 2 data centres x 2 workers,
+// against a replay done here: every worker's model after every sync must equal a two-level average computed in the
+// test from each worker's own local steps. The replay shares only the model's forward/backward and the SGD step
+// with the library (each worker trains its own copy on its own fixed batches); the averaging is written out here.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "algorithms/train/parameter_update.h"
+#include "algorithms/train/trainer.h"
+#include "cli/setup.h"
+#include "datasets/loader.h"
+#include "nn/optim/optimizer.h"
+#include "tests/cli/cluster_test_util.h"
+#include "tests/cli/sync/sync_test_util.h"
+
+namespace geomx::cli {
+namespace {
+
+using cluster_testing::AveragingRecipe;
+using cluster_testing::MaxDiff;
+using cluster_testing::RunCluster;
+using cluster_testing::Snapshot;
+using cluster_testing::Weights;
+
+void Load(nn::Module& model, const Weights& w) {
+  auto params = model.Parameters();
+  ASSERT_EQ(params.size(), w.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor(params[i]->data()).CopyFrom(Tensor::FromVector(w[i], params[i]->data().shape()));
+  }
+}
+
+// sum_i scale_i * w_i, element by element, in double.
+Weights Combine(const std::vector<const Weights*>& ws, const std::vector<double>& scales) {
+  Weights out = *ws[0];
+  for (size_t p = 0; p < out.size(); ++p) {
+    for (size_t j = 0; j < out[p].size(); ++j) {
+      double v = 0;
+      for (size_t i = 0; i < ws.size(); ++i) v += scales[i] * (*ws[i])[p][j];
+      out[p][j] = static_cast<float>(v);
+    }
+  }
+  return out;
+}
+
+// The replay: each worker's model after every sync, expected[sync][worker] (workers over all data centres, dc-a's
+// two first), for hfa with K1 local steps per sync and a WAN sync every K2-th sync:
+//   every sync     the data centre's average a_d = (w_2d + w_2d+1) / 2
+//   LAN-only sync  the data centre's workers continue from a_d
+//   WAN sync       delta_d = (a_d - milestone) x 2 workers; milestone += (delta_a + delta_b) / 4 workers; every
+//                  worker continues from the milestone (the new global model)
+std::vector<std::vector<Weights>> Replay(const Recipe& r) {
+  constexpr int kWorkers = 4;
+  std::vector<RunSetup> setups;
+  std::vector<std::unique_ptr<nn::Optimizer>> optimizers;
+  std::vector<std::unique_ptr<train::LocalUpdate>> updates;
+  std::vector<std::unique_ptr<data::DataLoader>> loaders;
+  for (int w = 0; w < kWorkers; ++w) {
+    auto setup = PrepareRun(r);  // the same initial weights (recipe seed) for every worker
+    EXPECT_TRUE(setup.ok()) << setup.status().ToString();
+    setups.push_back(std::move(setup).value());
+    optimizers.push_back(std::move(nn::CreateOptimizer(r.optimizer)).value());
+    updates.push_back(std::make_unique<train::LocalUpdate>(optimizers.back().get()));
+    data::LoaderOptions lo;  // each worker's shard, as the cluster's workers read it
+    lo.batch_size = r.data.batch_size;
+    lo.prefetch = 0;
+    lo.seed = r.seed;
+    lo.rank = w;
+    lo.world = kWorkers;
+    loaders.push_back(std::make_unique<data::DataLoader>(setups[0].data.train, lo));
+  }
+  const int64_t per_epoch = (setups[0].data.train->size() / kWorkers) / r.data.batch_size;
+  Weights milestone = Snapshot(*setups[0].model);
+  std::vector<std::vector<Weights>> expected;
+  int64_t iteration = 0;
+  for (int e = 0; e < r.training.epochs; ++e) {
+    for (auto& l : loaders) l->StartEpoch(e);
+    for (int64_t i = 0; i < per_epoch; ++i, ++iteration) {
+      for (int w = 0; w < kWorkers; ++w) {
+        data::Batch b;
+        EXPECT_TRUE(loaders[w]->Next(&b));
+        nn::Module& m = *setups[w].model;
+        EXPECT_TRUE(train::TrainStep(m, *updates[w], m.Parameters(), b.x, b.y, iteration).ok());
+      }
+      if ((iteration + 1) % r.sync.k1 != 0) continue;
+      const int64_t sync = (iteration + 1) / r.sync.k1 - 1;
+      std::vector<Weights> models;
+      for (int w = 0; w < kWorkers; ++w) models.push_back(Snapshot(*setups[w].model));
+      const Weights avg_a = Combine({&models[0], &models[1]}, {0.5, 0.5});
+      const Weights avg_b = Combine({&models[2], &models[3]}, {0.5, 0.5});
+      std::vector<Weights> after = {avg_a, avg_a, avg_b, avg_b};
+      if ((sync + 1) % r.sync.k2 == 0) {
+        for (size_t p = 0; p < milestone.size(); ++p) {
+          for (size_t j = 0; j < milestone[p].size(); ++j) {
+            const double m = milestone[p][j];
+            const double delta_a = 2.0 * (avg_a[p][j] - m), delta_b = 2.0 * (avg_b[p][j] - m);
+            milestone[p][j] = static_cast<float>(m + (delta_a + delta_b) / kWorkers);
+          }
+        }
+        after.assign(kWorkers, milestone);
+      }
+      for (int w = 0; w < kWorkers; ++w) Load(*setups[w].model, after[w]);
+      expected.push_back(after);
+    }
+  }
+  return expected;
+}
+
+// K1 = 2, K2 = 3, 2 epochs of 16 iterations: 16 syncs, WAN syncs at 2, 5, 8, 11, 14; the run ends on sync 15, a
+// LAN-only average, so the data centres end on different models. A linear model (softmax regression) with plain
+// SGD (lr 0.1).
+TEST(HfaExactTest, EveryWorkersModelIsTheTwoLevelAverageOfTheReplay) {
+  Recipe r = AveragingRecipe("hfa", 2);
+  r.model.hidden = {};  // 16 features -> 4 classes
+  r.sync.k1 = 2;
+  r.sync.k2 = 3;
+  sync_testing::ModelRecorder rec;
+  const auto finals = RunCluster(r, &rec);
+  ASSERT_EQ(finals.size(), 4u);
+  EXPECT_EQ(rec.wan_syncs.load(), 5);
+  const std::vector<std::vector<Weights>> expected = Replay(r);
+  ASSERT_EQ(expected.size(), 16u);
+  ASSERT_EQ(rec.models.size(), expected.size());
+  for (int64_t s = 0; s < 16; ++s) {
+    const auto& got = rec.models.at(s);
+    ASSERT_EQ(got.size(), 4u) << "sync " << s;
+    for (int w = 0; w < 4; ++w) {
+      EXPECT_LE(MaxDiff(got.at(w), expected[s][w]), 1e-5f) << "sync " << s << " worker " << w;
+    }
+    // Not vacuous: a LAN-only average leaves the data centres apart; a WAN sync brings them together.
+    if ((s + 1) % 3 != 0) {
+      EXPECT_GT(MaxDiff(expected[s][0], expected[s][2]), 1e-4f) << "sync " << s;
+    } else {
+      EXPECT_EQ(MaxDiff(expected[s][0], expected[s][2]), 0.0f) << "sync " << s;
+    }
+  }
+  for (const auto& [name, w] : finals) {
+    const int dc = name.rfind("dc-a", 0) == 0 ? 0 : 2;
+    EXPECT_LE(MaxDiff(w, expected[15][dc]), 1e-5f) << name;
+  }
+}
+
+}  // namespace
+}  // namespace geomx::cli
