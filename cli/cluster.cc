@@ -35,6 +35,8 @@ Result<cluster::ClusterConfig> ClusterConfigOf(const Recipe& r) {
   link.bsc.sampled = a.bsc_selection == "sampled";
   link.bsc.sample_fraction = a.bsc_sample_fraction;
   link.bsc.seed = r.seed;
+  link.bsc.int8_block = static_cast<uint32_t>(a.int8_block);
+  link.bsc.int8_stochastic = a.int8_stochastic;
   c.links = comm::MakeLinkPlan(ResolveLinks(a), link);
   // P3: slices of at most accelerators.p3.slice_elements on every tier; enough of them in flight to keep a
   // 50 Mbit/s x 25 ms WAN busy (8 x 160 KB > bandwidth x round trip) while the rest queues in priority order.

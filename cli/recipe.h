@@ -28,14 +28,16 @@ using TrainingConfig = train::TrainingConfig;
 using SyncConfig = sync::SyncSettings;
 
 // Recipe section `accelerators` (docs/accelerators.md). Link values: auto (from `compression`) | none | fp16 | bsc
-// | mpq; see LinkScheme in comm/compression/link_codec.h.
+// | mpq | sign | int8; see LinkScheme in comm/compression/link_codec.h.
 struct AcceleratorsConfig {
-  std::string compression = "none";  // none | bsc | fp16 | mpq: the preset of the four links (GeoMX's table)
+  std::string compression = "none";  // none | bsc | fp16 | mpq | sign | int8: the preset of the four links
   float bsc_ratio = 0.01f;           // kept fraction of each large tensor on a bsc push, (0, 1)
   float bsc_momentum = 0.0f;         // momentum correction of the bsc residual, [0, 1)
   std::string bsc_selection = "exact";  // exact | sampled
   float bsc_sample_fraction = 0.005f;   // sampled: share of the elements sampled for the threshold, (0, 1]
-  int64_t size_lower_bound = 1000;      // bsc, mpq: slices with fewer elements are never sparsified (mpq: FP16)
+  int64_t size_lower_bound = 1000;      // bsc, mpq, sign, int8: smaller slices stay dense (mpq: FP16)
+  int64_t int8_block = 256;             // int8: elements per scale
+  bool int8_stochastic = false;         // int8: stochastic rounding
   std::string worker_to_local = "auto";
   std::string local_to_global = "auto";
   std::string global_to_local = "auto";

@@ -20,7 +20,7 @@ RecipeRange Between(double lo, bool lo_open, double hi, bool hi_open) {
   return {.has_min = true, .min = lo, .min_open = lo_open, .has_max = true, .max = hi, .max_open = hi_open};
 }
 const RecipeRange kUnitOpenAbove = Between(0, false, 1, true);  // [0, 1)
-const std::vector<std::string_view> kLinkSchemes = {"auto", "none", "fp16", "bsc", "mpq"};
+const std::vector<std::string_view> kLinkSchemes = {"auto", "none", "fp16", "bsc", "mpq", "sign", "int8"};
 
 // The sync modes built into this binary (algorithms/sync/sync_mode.h registry), fsa first (the default).
 std::vector<std::string_view> SyncModeNames() {
@@ -269,11 +269,16 @@ std::vector<RecipeKey> BuildTable() {
        .range = Above(0), .help = "esync: the averaged model delta is applied scaled by this."},
 
       {.path = "accelerators.compression", .field = [](R r) -> F { return &r.accelerators.compression; },
-       .allowed = {"none", "bsc", "fp16", "mpq"}, .noun = "compression",
+       .allowed = {"none", "bsc", "fp16", "mpq", "sign", "int8"}, .noun = "compression",
        .help = "With a topology: the preset of the four links. bsc = Bi-Sparse between local and global "
-       "servers; fp16 = FP16 on every link; mpq = FP16 for small tensors, Bi-Sparse for large ones on the WAN."},
+       "servers; fp16 = FP16 on every link; mpq = FP16 for small tensors, Bi-Sparse for large ones on the WAN; "
+       "sign = 1-bit signs with error feedback, int8 = int8 with error feedback, between local and global servers."},
       {.path = "accelerators.size_lower_bound", .field = [](R r) -> F { return &r.accelerators.size_lower_bound; },
-       .range = AtLeast(1), .help = "bsc, mpq: slices with fewer elements stay dense (mpq: FP16)."},
+       .range = AtLeast(1), .help = "bsc, mpq, sign, int8: slices with fewer elements stay dense (mpq: FP16)."},
+      {.path = "accelerators.int8.block", .field = [](R r) -> F { return &r.accelerators.int8_block; },
+       .range = Between(1, false, 16777216, false), .help = "int8: elements per f32 scale (max |v| / 127)."},
+      {.path = "accelerators.int8.stochastic", .field = [](R r) -> F { return &r.accelerators.int8_stochastic; },
+       .help = "int8: stochastic rounding (unbiased, seeded by seed, sender, key and round) instead of nearest."},
       {.path = "accelerators.bsc.ratio", .field = [](R r) -> F { return &r.accelerators.bsc_ratio; },
        .range = Between(0, true, 1, true), .help = "Fraction of each large tensor's elements a bsc push keeps."},
       {.path = "accelerators.bsc.momentum", .field = [](R r) -> F { return &r.accelerators.bsc_momentum; },

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <random>
 #include <utility>
 
@@ -27,14 +29,20 @@ void Store(uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
-Bytes NewFrame(FrameKind kind, uint64_t length, size_t body) {
-  Bytes b(kHeader + body);
-  uint8_t* p = b.mutable_data();
-  Store(p, kMagic);
-  p[4] = static_cast<uint8_t>(kind);
-  p[5] = p[6] = p[7] = 0;
-  Store(p + 8, length);
-  return b;
+// Kinds registered by their own files (RegisterFrameKind), indexed by the kind byte.
+struct ExtraKinds {
+  std::mutex mu;
+  std::map<uint8_t, FrameKindDef> defs;  // GUARDED_BY(mu); filled during static initialisation
+};
+ExtraKinds& Extra() {
+  static ExtraKinds k;
+  return k;
+}
+const FrameKindDef* ExtraKind(uint8_t kind) {
+  ExtraKinds& k = Extra();
+  std::lock_guard<std::mutex> lock(k.mu);
+  auto it = k.defs.find(kind);
+  return it == k.defs.end() ? nullptr : &it->second;
 }
 
 // A checked view of a frame.
@@ -43,6 +51,7 @@ struct FrameView {
   uint64_t length = 0;
   uint64_t count = 0;          // kSparse
   const uint8_t* body = nullptr;  // after the header (kSparse: after the count)
+  const FrameKindDef* extra = nullptr;  // a registered kind (kSign, kInt8)
 };
 
 Result<FrameView> Parse(const Bytes& f) {
@@ -100,8 +109,16 @@ Result<FrameView> Parse(const Bytes& f) {
       v.body = p + kHeader + 8;
       return v;
     }
-    default:
-      return bad("unknown kind " + std::to_string(p[4]));
+    default: {
+      const FrameKindDef* def = ExtraKind(p[4]);
+      if (def == nullptr) return bad("unknown kind " + std::to_string(p[4]));
+      Status ok = def->check(p + kHeader, rest, v.length);
+      if (!ok.ok()) return bad(std::string(def->name) + " frame of " + std::to_string(v.length) + " elements: " +
+                               ok.message());
+      v.kind = def->kind;
+      v.extra = def;
+      break;
+    }
   }
   v.body = p + kHeader;
   return v;
@@ -110,6 +127,12 @@ Result<FrameView> Parse(const Bytes& f) {
 // Applies a checked frame: op(i, value) for each element it carries (dense kinds: every element).
 template <typename Op>
 void ForEach(const FrameView& v, Op op) {
+  if (v.extra != nullptr) {  // its check bounded length by the body size: the buffer is a few times the frame
+    std::vector<float> dense(static_cast<size_t>(v.length));
+    v.extra->decode(v.body, v.length, dense.data());
+    for (uint64_t i = 0; i < v.length; ++i) op(i, dense[i]);
+    return;
+  }
   switch (v.kind) {
     case FrameKind::kRaw:
       for (uint64_t i = 0; i < v.length; ++i) op(i, Load<float>(v.body + 4 * i));
@@ -126,6 +149,9 @@ void ForEach(const FrameView& v, Op op) {
       }
       break;
     }
+    case FrameKind::kSign:
+    case FrameKind::kInt8:
+      break;  // registered kinds: handled above
     case FrameKind::kSparse: {
       const uint8_t* idx = v.body;
       const uint8_t* val = v.body + 4 * v.count;
@@ -206,12 +232,7 @@ class SparseCompressor final : public Compressor {
   }
 };
 
-uint64_t Mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+uint64_t Mix(uint64_t x) { return MixBits(x); }
 
 // k = max(1, floor(ratio * n)) with the ratio as the user wrote it: 0.01f is 0.0099999998, and 1% of 10000
 // must be 100, not 99 (the float goes through its shortest decimal form first).
@@ -356,6 +377,29 @@ GEOMX_REGISTER(CompressorRegistry, "raw", Plain<RawCompressor>(), "dense f32 fra
 GEOMX_REGISTER(CompressorRegistry, "fp16", Plain<Fp16Compressor>(), "IEEE binary16, round-to-nearest-even");
 GEOMX_REGISTER(CompressorRegistry, "sparse", Plain<SparseCompressor>(), "lossless non-zeros (or raw if smaller)");
 GEOMX_REGISTER(CompressorRegistry, "bsc", MakeBsc, "Bi-Sparse push: top-k with error feedback and momentum");
+
+uint64_t MixBits(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+Bytes NewFrame(FrameKind kind, uint64_t length, size_t body) {
+  Bytes b(kHeader + body);
+  uint8_t* p = b.mutable_data();
+  std::memset(p, 0, b.size());
+  Store(p, kMagic);
+  p[4] = static_cast<uint8_t>(kind);
+  Store(p + 8, length);
+  return b;
+}
+
+bool RegisterFrameKind(const FrameKindDef& def) {
+  ExtraKinds& k = Extra();
+  std::lock_guard<std::mutex> lock(k.mu);
+  return k.defs.emplace(static_cast<uint8_t>(def.kind), def).second;
+}
 
 Result<std::unique_ptr<Compressor>> MakeCompressor(const std::string& name, const CompressorConfig& config) {
   Result<std::unique_ptr<Compressor>> c = CompressorRegistry::Global().Create(name, config);

@@ -6,6 +6,8 @@
 //   kind kRaw    length x f32
 //   kind kFp16   length x IEEE binary16 (round-to-nearest-even, subnormals, inf, NaN preserved)
 //   kind kSparse u64 count | count x u32 index (strictly increasing, < length) | count x f32 value
+//   kind kSign   1-bit signs with per-block scales (sign.h); kind kInt8: int8 with per-block scales (int8.h).
+//                These kinds register their validator and decoder (RegisterFrameKind) from their own file.
 // A receiver decodes any frame without knowing which compressor made it (DecodeFrame / AddFrame), so one
 // request may mix kinds (MPQ: small slices FP16, large ones sparse).
 //
@@ -21,6 +23,8 @@
 //             selection, or a threshold estimated from a fresh random sample: config.selection); send them as
 //             kSparse; zero them in v (and u): what was not sent stays in the residual v.
 //             Invariant (tested): sum of everything decoded + residual == sum of everything pushed (m == 0).
+//   "sign"    EF-SignSGD (sign.h): v = value + residual; per block, mean |v| and the sign bits; residual = v - decoded
+//   "int8"    int8 with per-block scales max |v| / 127 (int8.h), optional stochastic rounding; error feedback
 #pragma once
 
 #include <cstdint>
@@ -38,7 +42,9 @@ namespace geomx::comm {
 
 inline constexpr const char* kCompressedCodec = "gx";
 
-enum class FrameKind : uint8_t { kRaw = 0, kFp16 = 1, kSparse = 2 };
+enum class FrameKind : uint8_t { kRaw = 0, kFp16 = 1, kSparse = 2, kSign = 3, kInt8 = 4 };
+
+inline constexpr size_t kFrameHeaderBytes = 16;  // magic, kind, 3 reserved bytes, u64 length
 
 struct CompressorConfig {
   float ratio = 0.01f;            // bsc: kept fraction, (0, 1)
@@ -46,13 +52,18 @@ struct CompressorConfig {
   bool sampled = false;           // bsc: threshold from a random sample instead of exact selection
   float sample_fraction = 0.005f; // bsc sampled: share of elements sampled (at least a few hundred are taken)
   uint64_t seed = 42;             // bsc sampled: mixed with the state's call counter: fresh randomness per call
+                                  // int8 stochastic: mixed with CompressorState::stream and the round
+  uint32_t sign_block = 4096;     // sign: elements per scale (the last block may be shorter), >= 1
+  uint32_t int8_block = 256;      // int8: elements per scale, >= 1
+  bool int8_stochastic = false;   // int8: stochastic rounding (unbiased) instead of round-to-nearest
 };
 
 // The sender's memory for one wire key of one link. Empty until the first Encode.
 struct CompressorState {
   std::vector<float> residual;  // bsc: v
   std::vector<float> momentum;  // bsc: u
-  uint64_t calls = 0;
+  uint64_t calls = 0;            // the round: how many times this key was encoded
+  uint64_t stream = 0;           // identifies (sender, link, wire key) for seeded randomness (LinkEncoder sets it)
 };
 
 class Compressor {
@@ -78,6 +89,22 @@ Status ValidateFrame(const Bytes& frame, uint64_t length);
 Status DecodeFrame(const Bytes& frame, std::span<float> out);
 // acc += decoded frame (the reducer "gx_sum"). Validates first; `acc` is untouched on error.
 Status AddFrame(const Bytes& frame, std::span<float> acc);
+// Frame kinds beyond kRaw/kFp16/kSparse describe themselves to the decoder here, once, from their own file.
+// `check` validates a body (the bytes after the 16-byte header) for a frame of `length` elements: every size
+// compared against `body_size` without overflow; returns kDataLoss naming the problem. `decode` writes the
+// `length` decoded values of a checked body to `out`. Thread-safe after static initialisation.
+struct FrameKindDef {
+  FrameKind kind;
+  const char* name;
+  Status (*check)(const uint8_t* body, uint64_t body_size, uint64_t length);
+  void (*decode)(const uint8_t* body, uint64_t length, float* out);
+};
+bool RegisterFrameKind(const FrameKindDef& def);  // false when the kind was taken
+// A frame of `kind` with the header filled in and `body` zeroed bytes after it.
+Bytes NewFrame(FrameKind kind, uint64_t length, size_t body);
+// splitmix64, for seeding.
+uint64_t MixBits(uint64_t x);
+
 // A kRaw frame of `values` (e.g. initial weights sent into a compressed tier).
 Bytes RawFrame(std::span<const float> values);
 

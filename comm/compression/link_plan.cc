@@ -3,26 +3,21 @@
 namespace geomx::comm {
 
 const char* LinkSchemeName(LinkScheme scheme) {
-  switch (scheme) {
-    case LinkScheme::kNone: return "none";
-    case LinkScheme::kFp16: return "fp16";
-    case LinkScheme::kBsc: return "bsc";
-    case LinkScheme::kMpq: return "mpq";
-  }
-  return "?";
+  const LinkSchemeDef* def = LinkSchemeOf(scheme);
+  return def == nullptr ? "?" : def->name;
 }
 
 Result<LinkSchemes> ResolveLinkSchemes(std::string_view preset, const LinkOverrides& o) {
   LinkSchemes s;
-  if (preset == "bsc") {
-    s.local_to_global = s.global_to_local = LinkScheme::kBsc;
-  } else if (preset == "fp16" || preset == "mpq") {
-    const LinkScheme all = preset == "fp16" ? LinkScheme::kFp16 : LinkScheme::kMpq;
-    s.worker_to_local = s.local_to_global = s.global_to_local = s.local_to_worker = all;
-  } else if (preset != "none") {
+  const LinkSchemeDef* def = FindLinkScheme(preset);
+  if (def == nullptr) {
+    std::string known;
+    for (const std::string& n : LinkSchemeNames()) known += (known.empty() ? "" : ", ") + n;
     return Status::InvalidArgument("accelerators.compression: unknown preset '" + std::string(preset) +
-                                   "' (expected none, bsc, fp16 or mpq)");
+                                   "' (expected one of " + known + ")");
   }
+  if (def->preset_lan) s.worker_to_local = s.local_to_worker = def->id;
+  if (def->preset_wan) s.local_to_global = s.global_to_local = def->id;
   auto over = [](const std::string& value, const char* link, LinkScheme* out) -> Status {
     if (value == "auto") return Status::Ok();
     Result<LinkScheme> parsed = ParseLinkScheme(value);

@@ -23,7 +23,7 @@
 
 namespace geomx::comm {
 
-// "none" | "fp16" | "bsc" | "mpq".
+// The registered name of `scheme` ("none", "fp16", "bsc", "mpq", "sign", "int8"); "?" when unregistered.
 const char* LinkSchemeName(LinkScheme scheme);
 
 struct LinkSchemes {
@@ -42,6 +42,9 @@ struct LinkSchemes {
 //   bsc   Bi-Sparse between local and global servers (both directions); the LAN dense
 //   fp16  FP16 on all four links
 //   mpq   mpq on all four links (small tensors FP16; large ones Bi-Sparse on the WAN, f32 on the LAN)
+//   sign  EF-SignSGD between local and global servers (both directions); the LAN dense
+//   int8  int8 with per-block scales between local and global servers (both directions); the LAN dense
+// (each scheme's LinkSchemeDef::preset_lan / preset_wan, link_codec.h).
 // kInvalidArgument for an unknown preset or scheme (the recipe schema admits only the known names).
 struct LinkOverrides {
   std::string worker_to_local = "auto";
@@ -54,7 +57,7 @@ Result<LinkSchemes> ResolveLinkSchemes(std::string_view preset, const LinkOverri
 // The parameters every encoder of the job shares.
 struct LinkParams {
   uint64_t size_lower_bound = 1000;  // slices below are never sparsified (mpq: FP16)
-  CompressorConfig bsc;              // ratio, momentum, selection, seed
+  CompressorConfig bsc;              // ratio, momentum, selection, seed; sign and int8 block sizes, rounding
 };
 
 // One tier's codec. `push` is used by the tier's senders (workers of the tier), `answer` by its servers.

@@ -1,0 +1,10 @@
+#include "comm/compression/codecs.h"
+
+namespace geomx::comm {
+
+void LinkCompressionCodecs() {
+  LinkSignCodec();
+  LinkInt8Codec();
+}
+
+}  // namespace geomx::comm
