@@ -14,8 +14,16 @@ all: build
 deps:
 	bash scripts/install-deps.sh
 
+# A configured build folder is not configured again unless flags ask for it (CI, CMAKE_FLAGS, another BUILD_TYPE):
+# re-running CMake moves pkg-config's flags of libzmq around and recompiles comm/ for nothing. `cmake --build`
+# re-runs CMake by itself when a CMakeLists.txt changed.
 configure: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(WERROR_FLAG) $(CMAKE_FLAGS)
+	@if [ -f $(BUILD)/build.ninja ] && [ -z "$(WERROR_FLAG)$(CMAKE_FLAGS)" ] && \
+	    [ "$(BUILD_TYPE)" = "$$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' $(BUILD)/CMakeCache.txt)" ]; then \
+	  echo "configure: $(BUILD) is already configured"; \
+	else \
+	  cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(WERROR_FLAG) $(CMAKE_FLAGS); \
+	fi
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
