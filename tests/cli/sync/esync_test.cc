@@ -35,25 +35,28 @@ TEST(EsyncStateServerTest, RefusesOtherModes) {
   EXPECT_NE(s.message().find("sync.mode"), std::string::npos);
 }
 
+// Records the planner's rounds and each worker's rounds (called from the cluster's threads).
+struct EsyncTraces : sync::SyncObserver {
+  std::mutex mu;
+  std::vector<sync::EsyncRoundTrace> rounds;
+  std::map<int, std::vector<sync::EsyncWorkerTrace>> workers;
+  void OnEsyncRound(const sync::EsyncRoundTrace& t) override {
+    std::lock_guard<std::mutex> lock(mu);
+    rounds.push_back(t);
+  }
+  void OnEsyncWorkerRound(const sync::EsyncWorkerTrace& t) override {
+    std::lock_guard<std::mutex> lock(mu);
+    workers[t.rank].push_back(t);
+  }
+};
+
 // 2 x 2 with dc-b slowed down 4x: every round is planned by the rule from what the workers reported, each worker
 // takes exactly the steps it was told, all take part in every round, and all end with the global model.
 TEST(EsyncClusterTest, StepsFollowTheRuleWithASlowDataCentre) {
   Recipe r = AveragingRecipe("esync", 1);
   r.topology.datacentres[1].slowdown = 4.0f;
   r.sync.esync_max_local_steps = 6;
-  struct Traces : sync::SyncObserver {
-    std::mutex mu;
-    std::vector<sync::EsyncRoundTrace> rounds;
-    std::map<int, std::vector<sync::EsyncWorkerTrace>> workers;
-    void OnEsyncRound(const sync::EsyncRoundTrace& t) override {
-      std::lock_guard<std::mutex> lock(mu);
-      rounds.push_back(t);
-    }
-    void OnEsyncWorkerRound(const sync::EsyncWorkerTrace& t) override {
-      std::lock_guard<std::mutex> lock(mu);
-      workers[t.rank].push_back(t);
-    }
-  } traces;
+  EsyncTraces traces;
   const auto finals = RunCluster(r, &traces);
   const std::vector<sync::EsyncRoundTrace>& rounds = traces.rounds;
   const std::map<int, std::vector<sync::EsyncWorkerTrace>>& workers = traces.workers;
@@ -123,19 +126,7 @@ GEOMX_REGISTER_SYNC_MODE((sync::SyncModeDef{
 // every worker one step fails every round from 1 on.)
 TEST(EsyncClusterTest, FastWorkersTakeMoreStepsByHand) {
   Recipe r = AveragingRecipe("esync-fixed-speeds", 1);
-  struct Traces : sync::SyncObserver {
-    std::mutex mu;
-    std::vector<sync::EsyncRoundTrace> rounds;
-    std::map<int, std::vector<sync::EsyncWorkerTrace>> workers;
-    void OnEsyncRound(const sync::EsyncRoundTrace& t) override {
-      std::lock_guard<std::mutex> lock(mu);
-      rounds.push_back(t);
-    }
-    void OnEsyncWorkerRound(const sync::EsyncWorkerTrace& t) override {
-      std::lock_guard<std::mutex> lock(mu);
-      workers[t.rank].push_back(t);
-    }
-  } traces;
+  EsyncTraces traces;
   const auto finals = RunCluster(r, &traces);
   ASSERT_EQ(finals.size(), 4u);
   ASSERT_EQ(traces.rounds.size(), 16u);
