@@ -169,5 +169,64 @@ std::string SummaryJson(const char* status, const std::string& error, const Reci
   return j.str();
 }
 
+namespace {
+
+// The index just past the JSON string value that starts with the quote at `open`; npos when unterminated.
+size_t PastJsonString(const std::string& s, size_t open) {
+  for (size_t i = open + 1; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+    } else if (s[i] == '"') {
+      return i + 1;
+    }
+  }
+  return std::string::npos;
+}
+
+// The index just past the JSON object that starts with the brace at `open` (no strings with braces inside: the
+// traffic object holds numbers only); npos when unbalanced.
+size_t PastJsonObject(const std::string& s, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < s.size(); ++i) {
+    if (s[i] == '{') ++depth;
+    if (s[i] == '}' && --depth == 0) return i + 1;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+std::string TopologySummaryJson(const std::string& written, const char* status, const std::string& error,
+                                const Recipe& recipe, const RunDir& run, const comm::TrafficSnapshot& traffic) {
+  JsonObject head;
+  head.Add("status", status);
+  if (!error.empty()) head.Add("error", error);
+  const std::string status_key = "{\"status\": ";
+  const std::string error_key = ", \"error\": ";
+  const std::string traffic_key = "\"traffic\": ";
+  std::string rest;  // the worker's fields after status (and error), starting with ", " or "}"
+  if (written.rfind(status_key, 0) == 0) {
+    size_t p = PastJsonString(written, status_key.size());
+    if (p != std::string::npos && written.compare(p, error_key.size(), error_key) == 0) {
+      p = PastJsonString(written, p + error_key.size());
+    }
+    if (p != std::string::npos) rest = written.substr(p);
+    const size_t t = rest.find(traffic_key);
+    const size_t end = t == std::string::npos ? t : PastJsonObject(rest, t + traffic_key.size());
+    if (end == std::string::npos) {
+      rest.clear();
+    } else {
+      rest.replace(t, end - t, traffic_key + TrafficJson(traffic));
+    }
+    while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' ')) rest.pop_back();
+    if (rest.empty() || rest.back() != '}') rest.clear();
+  }
+  if (rest.empty()) {
+    head.Add("name", recipe.name).AddRaw("traffic", TrafficJson(traffic)).Add("run_dir", run.path().string());
+    return head.str();
+  }
+  const std::string h = head.str();
+  return h.substr(0, h.size() - 1) + rest;
+}
 
 }  // namespace geomx::cli

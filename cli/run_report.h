@@ -62,4 +62,11 @@ std::string SummaryJson(const char* status, const std::string& error, const Reci
                         int64_t num_params, const TrainState& s, const RunDir& run,
                         const comm::TrafficSnapshot& traffic);
 
+// summary.json of a whole topology run (the one-host launcher), from what the evaluating worker wrote (`written`;
+// empty or foreign when it died before writing): `status` and `error` become the job's ending (a job that failed
+// after the worker wrote "completed" is "failed", with the cause) and `traffic` the whole job's; the worker's other
+// fields are kept. Without a worker summary: status, error, name, run_dir and traffic only.
+std::string TopologySummaryJson(const std::string& written, const char* status, const std::string& error,
+                                const Recipe& recipe, const RunDir& run, const comm::TrafficSnapshot& traffic);
+
 }  // namespace geomx::cli

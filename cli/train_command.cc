@@ -22,6 +22,7 @@
 #include "algorithms/train/trainer.h"
 #include "comm/traffic.h"
 #include "datasets/loader.h"
+#include "engine/base/logging.h"
 #include "nn/checkpoint.h"
 #include "nn/optim/optimizer.h"
 
@@ -44,16 +45,21 @@ Status RunTopologyTraining(const TrainFlags& flags, const Recipe& recipe, const 
   std::fflush(stdout);
   const Status status = RunLocalTopology(f, recipe, interrupted);
 
-  // Put the whole job's traffic (every process's published counters) into the evaluating worker's summary.
+  // summary.json agrees with the job's ending: the evaluating worker wrote it (or died first); a failure elsewhere
+  // (a killed server, a dead scheduler) makes it "failed" with the cause, Ctrl-C "interrupted". The whole job's
+  // traffic (every process's published counters) replaces the evaluating worker's view.
   const comm::TrafficSnapshot traffic = ReadTrafficDir(run.path() / "traffic");
   std::ifstream in(run.path() / "summary.json");
-  std::string summary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t begin = summary.find("\"traffic\": {");
-  const size_t end = begin == std::string::npos ? begin : summary.find('}', begin);
-  if (end != std::string::npos) {
-    summary.replace(begin, end + 1 - begin, "\"traffic\": " + TrafficJson(traffic));
-    GEOMX_RETURN_IF_ERROR(run.WriteSummary(summary.substr(0, summary.find_last_not_of("\n") + 1)));
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const char* ending = status.ok() ? "completed" : status.code() == StatusCode::kCancelled ? "interrupted" : "failed";
+  const std::string summary =
+      TopologySummaryJson(written, ending, status.ok() ? std::string() : status.ToString(), recipe, run, traffic);
+  Status ws = run.WriteSummary(summary);
+  if (!status.ok()) {
+    if (!ws.ok()) GEOMX_LOG(kWarning) << "cannot write summary.json: " << ws.ToString();
+    return status;
   }
+  GEOMX_RETURN_IF_ERROR(ws);
   if (!status.ok()) return status;
   std::printf("geomx: completed; WAN %.1f MB, LAN %.1f MB; summary %s/summary.json\n", traffic.wan_bytes() / 1e6,
               traffic.lan_bytes() / 1e6, run.path().c_str());
@@ -129,6 +135,7 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
     return RunTopologyTraining(flags, recipe, interrupted);
   }
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
+  GEOMX_RETURN_IF_ERROR(CheckBatchFitsTrainingSet(recipe, *setup.data.train));
   nn::Module& model = *setup.model;
   auto opt_or = nn::CreateOptimizer(recipe.optimizer);
   if (!opt_or.ok()) return opt_or.status().WithContext("optimizer");

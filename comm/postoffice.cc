@@ -34,14 +34,46 @@ bool IsDataCommand(Command c) {
 Postoffice::Postoffice(TierSpec spec, NodeInfo self, Van* van)
     : spec_(std::move(spec)), self_(std::move(self)), van_(van) {}
 
-Postoffice::~Postoffice() { StopThreads(); }
-
 template <typename Pred>
 bool Postoffice::WaitFor(std::unique_lock<std::mutex>& lock, Pred done, Clock::time_point deadline) {
   while (!done() && fatal_.ok()) {
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) return done();
   }
   return done();
+}
+
+Postoffice::~Postoffice() {
+  Leave(Status::Unavailable(self_.name + " stopped before the end of the job"));
+  SetFailureCallback(nullptr);
+  StopThreads();
+}
+
+void Postoffice::Leave(const Status& why) {
+  if (!started_ || why.ok()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fatal_.ok() || shutdown_released_ || stop_) return;
+  }
+  GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " leaves the job: " << why.message();
+  Message m;
+  m.meta.command = Command::kShutdown;
+  m.meta.sender = self_.id;
+  m.meta.recipient = kSchedulerId;
+  m.meta.request = true;
+  m.meta.status_code = static_cast<int32_t>(why.code());
+  m.meta.body = why.message();
+  const bool sent = van_->Send(kSchedulerId, m).ok();
+  if (sent) {
+    // The scheduler answers every member, this node included, with the tier's failure.
+    std::unique_lock<std::mutex> lock(mu_);
+    WaitFor(lock, [this] { return shutdown_released_ || stop_.load(); }, Clock::now() + std::chrono::seconds(1));
+  }
+  SetFatal(why);
+}
+
+void Postoffice::SetFailureCallback(std::function<void(const Status&)> callback) {
+  std::lock_guard<std::mutex> lock(callback_mu_);
+  failure_callback_ = std::move(callback);
 }
 
 Status Postoffice::Start(const std::string& bind_address) {
@@ -297,8 +329,12 @@ void Postoffice::SetFatal(const Status& status) {
     cv_.notify_all();
   }
   GEOMX_LOG(kError) << self_.name << ": " << status.ToString();
-  std::lock_guard<std::mutex> lock(trackers_mu_);
-  for (Customer* c : trackers_) c->Fail(status);
+  {
+    std::lock_guard<std::mutex> lock(trackers_mu_);
+    for (Customer* c : trackers_) c->Fail(status);
+  }
+  std::lock_guard<std::mutex> lock(callback_mu_);
+  if (failure_callback_) failure_callback_(status);
 }
 
 Status Postoffice::health() const {

@@ -53,7 +53,9 @@ class Postoffice {
 
   // `self`: role, requested rank (-1 = any free rank), name and party; id and endpoint are filled by Start().
   Postoffice(TierSpec spec, NodeInfo self, Van* van);
-  ~Postoffice();  // stops the threads without the goodbye of Finalize()
+  // Stops the threads. A node that started and was neither released by the scheduler nor told of a failure
+  // leaves first (Leave with "stopped before the end of the job"), so its tier hears of it at once.
+  ~Postoffice();
 
   Postoffice(const Postoffice&) = delete;
   Postoffice& operator=(const Postoffice&) = delete;
@@ -74,6 +76,20 @@ class Postoffice {
   // kDeadlineExceeded (a healthy tier whose other nodes are still working: a long training run) the threads keep
   // serving and Finalize() may be called again to wait longer.
   Status Finalize();
+
+  // Leaves the job early because of `why`: tells the scheduler (a kShutdown request carrying why's code and
+  // message), which fails the tier at once, naming this node and `why`, for every member, so nobody waits for a
+  // heartbeat timeout. Waits briefly (at most 1 s) for the scheduler's answer, then `why` (or the scheduler's
+  // wording of it) is health(). No-op before Start, once the tier failed, or once the scheduler released this
+  // node. Threads keep running (the destructor stops them). Callable from any thread except this Postoffice's
+  // own handlers and failure callback.
+  void Leave(const Status& why);
+
+  // Called once, on the thread that noticed it, with the first fatal error of the tier (health() already returns
+  // it). Carries a failure from one tier to another (a local server leaves its data centre's tier when the global
+  // tier failed). Replacing or clearing it waits for a call in progress, so whatever the old callback touches
+  // may be destroyed once this returns.
+  void SetFailureCallback(std::function<void(const Status&)> callback);
 
   // Sends `msg` to `node_id` (sender and version are filled in). kFailedPrecondition before Start; kNotFound for
   // an unknown node; the Van's error otherwise. Callable from any thread, including handlers.
@@ -145,6 +161,9 @@ class Postoffice {
   // Held while trackers are called (Fail, ExpireOverdue), so Detach waits for a call in progress.
   std::mutex trackers_mu_;
   std::set<Customer*> trackers_;               // GUARDED_BY(trackers_mu_)
+
+  std::mutex callback_mu_;                     // held while failure_callback_ runs
+  std::function<void(const Status&)> failure_callback_;  // GUARDED_BY(callback_mu_)
 
   std::mutex dispatch_mu_;                     // held while a customer handler runs
   std::map<int, std::shared_ptr<Handler>> handlers_;  // GUARDED_BY(dispatch_mu_)

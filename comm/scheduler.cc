@@ -77,7 +77,9 @@ class Scheduler::Loop {
   }
   std::string Describe(const NodeInfo& n) const {
     std::string s = n.name.empty() ? std::string(NodeRoleName(n.role)) : n.name;
-    return s + " (" + NodeRoleName(n.role) + " rank " + std::to_string(n.rank) + ")";
+    s += " (" + std::string(NodeRoleName(n.role)) + " rank " + std::to_string(n.rank);
+    if (!n.party.empty()) s += ", party " + n.party;
+    return s + ")";
   }
 
   void SendTo(int id, Command cmd, bool request, int64_t ts, std::string body, Status status = Status::Ok()) {
@@ -319,6 +321,7 @@ class Scheduler::Loop {
 
   void HandleShutdown(Member& m, const Meta& meta) {
     if (!meta.request) return;
+    if (meta.status_code != 0) return HandleLeave(m, meta);
     m.finalized = true;
     if (result_.has_value()) {  // released already: a retry that missed the answer
       if (result_->ok()) SendTo(meta.sender, Command::kShutdown, false, meta.timestamp, "");
@@ -333,6 +336,17 @@ class Scheduler::Loop {
     Finish(Status::Ok());
   }
 
+  // A node leaves before the end, saying why: the tier fails now, naming it, for every member (the leaving node
+  // included: that is its answer).
+  void HandleLeave(Member& m, const Meta& meta) {
+    if (result_.has_value()) return;
+    constexpr size_t kMaxReason = 4096;
+    const std::string why = meta.body.size() > kMaxReason ? meta.body.substr(0, kMaxReason) + "..." : meta.body;
+    // kUnavailable whatever the node's own error was: for everybody else it is a peer that went away.
+    Fail(Status(StatusCode::kUnavailable, Prefix() + ": " + Describe(m.info) + " at " + m.info.endpoint + " left the job: " +
+                          (why.empty() ? std::string("no reason given") : why)));
+  }
+
   void CheckTimers() {
     const auto now = Clock::now();
     const CommOptions& o = spec_.options;
@@ -344,10 +358,12 @@ class Scheduler::Loop {
     }
     if (o.heartbeat_interval_ms <= 0 || o.heartbeat_timeout_ms <= 0) return;
     for (const auto& [id, m] : members_) {
-      if (m.finalized || now - m.last_seen < std::chrono::milliseconds(o.heartbeat_timeout_ms)) continue;
+      // Finalized nodes too: servers and the master worker finalize right after the start and serve until the end.
+      if (now - m.last_seen < std::chrono::milliseconds(o.heartbeat_timeout_ms)) continue;
       const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - m.last_seen).count();
       return Fail(Status::Unavailable(Prefix() + ": node " + Describe(m.info) + " at " + m.info.endpoint +
-                                      " sent nothing for " + Seconds(silent) + " (heartbeat timeout " +
+                                      " sent nothing for " + Seconds(silent) + " (last heard " + Seconds(silent) +
+                                      " ago, heartbeat timeout " +
                                       Seconds(o.heartbeat_timeout_ms) + "): declared dead"),
                   id);
     }

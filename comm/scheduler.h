@@ -20,8 +20,11 @@
 //     members arrived; an unknown group or a non-member is answered with an error kBarrierDone.
 //   * kHeartbeat: every message from a node proves it alive; heartbeats are answered (the nodes watch the
 //     scheduler too). A node silent for heartbeat_timeout_ms (when heartbeat_interval_ms > 0) is declared dead:
-//     every other node gets a kError naming it and Run returns kUnavailable. Finalized nodes are not watched.
+//     every other node gets a kError naming it (name, role, rank, party, endpoint, how long silent) and Run
+//     returns kUnavailable. Finalized nodes are watched too: servers finalize right after the start and serve on.
 //   * kShutdown: a node is done; when all are, every node gets the kShutdown response and Run returns OK.
+//     With a status code != 0 the node leaves early (Postoffice::Leave, body = why): the tier fails at once,
+//     every member (the leaving one too) gets a kError naming it and why, and Run returns kUnavailable.
 // Malformed messages and messages from unknown senders are logged and dropped.
 //
 // Ownership: borrows the Van (must outlive the scheduler). Threads: Run/Wait block the caller; Start runs the

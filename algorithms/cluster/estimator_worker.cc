@@ -29,10 +29,12 @@ Result<algorithms::EstimatorOutcome> RunEstimatorWorker(const ClusterConfig& con
   algorithms::PsCollective collective(ps.get(), sums, wan.bsc.ratio, placement);
   Result<algorithms::EstimatorOutcome> outcome =
       algorithms::RunEstimatorJob(job, std::move(prepared), observer, interrupted, &collective);
-  // Finish even after a failure, so the tier is told this worker is gone (its peers then fail fast, not hang).
-  Status finished = session->Finish();
-  if (!outcome.ok()) return outcome.status();
-  if (!finished.ok()) return finished;
+  // After a failure the worker leaves saying why, so its peers fail fast naming the cause instead of hanging.
+  if (!outcome.ok()) {
+    session->Leave(outcome.status());
+    return outcome.status();
+  }
+  GEOMX_RETURN_IF_ERROR(session->Finish());
   return outcome;
 }
 

@@ -102,6 +102,61 @@ Status PushInitialValues(const ClusterConfig& c, const ps::JobDescription& job,
   return Status::Ok();
 }
 
+// The local server's work once it joined the global tier: fetch the job, join its data centre's tier as the server,
+// serve until the end. Both tiers' failures are bridged.
+Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::SyncMode& mode,
+                       Postoffice& global_po, const RoleEnv& env) {
+  const comm::DataCentre& dc = c.topology.datacentres[dc_index];
+  const std::string& party = dc.name;
+  const std::string name = ServerName(party, rank);
+  GEOMX_RETURN_IF_ERROR(global_po.Barrier("all"));
+  GEOMX_ASSIGN_OR_RETURN(ps::JobDescription job, FetchJob(global_po));
+  GEOMX_ASSIGN_OR_RETURN(KeyLayout global_layout, LayoutOf(c, job, c.topology.global_servers));
+  GEOMX_ASSIGN_OR_RETURN(KeyLayout local_layout, LayoutOf(c, job, dc.servers));
+  auto upper = std::make_unique<comm::KvWorker>(&global_po, kAppId, global_layout);
+  GEOMX_ASSIGN_OR_RETURN(auto upper_link, comm::KvLink::Create(upper.get(), c.links.global));
+  GEOMX_ASSIGN_OR_RETURN(auto upper_aux, comm::KvLink::Create(upper.get(), comm::TierCodec{}));
+
+  // Downward: the server of its data centre's tier.
+  const sync::SyncJob sync_job = MakeSyncJob(c, job);
+  ServerJob served;
+  served.sync_job = sync_job;
+  if (job.schema.Has(ps::KeyRole::kParameter)) {
+    sync::LocalServerArgs args;
+    args.job = &served.sync_job;
+    args.layout = local_layout;
+    args.codec = c.links.local;
+    args.observer = env.observer;
+    args.dc_index = dc_index;
+    args.workers = dc.workers;
+    args.upper = upper_link.get();
+    GEOMX_ASSIGN_OR_RETURN(served.policy, mode.MakeLocalServer(args));
+  }
+  if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision) ||
+      job.schema.Has(ps::KeyRole::kLocal)) {
+    GEOMX_ASSIGN_OR_RETURN(served.aux, ps::AuxLocalServer::Create(job.schema, local_layout, dc.workers,
+                                                                  upper_aux.get()));
+  }
+  if (!served.policy && !served.aux) return Status::InvalidArgument("the job has no keys");
+  auto local_van = env.make_van(name);
+  Postoffice local_po(DataCentreTier(c.topology, dc, env), NodeInfo{-1, NodeRole::kServer, rank, name, party, ""},
+                      local_van.get());
+  GEOMX_RETURN_IF_ERROR(local_po.Start(env.node_bind(name, dc.host)));
+  TierBridge bridge(&global_po, &local_po);
+  comm::KvServer server(&local_po, kAppId, served.handler());
+  // Teardown, also on early returns: upward requests still pending are cancelled first, while the handlers, the
+  // server and both postoffices that their callbacks reach are alive.
+  struct CancelUpward {
+    std::unique_ptr<comm::KvWorker>& kv;
+    ~CancelUpward() { kv.reset(); }
+  } cancel_upward{upper};
+  Status done = local_po.Barrier("all");
+  if (done.ok()) done = FinalizeWhenDone(local_po);
+  GEOMX_RETURN_IF_ERROR(LeaveOnError(local_po, done));
+  if (env.on_server_done && served.policy) env.on_server_done(name, *served.policy);
+  return FinalizeWhenDone(global_po);
+}
+
 }  // namespace
 
 std::string StateServerEndpoint(const ClusterConfig& c, const RoleEnv& env) {
@@ -153,10 +208,10 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
     return served.handler();
   });
   comm::KvServer server(&po, kAppId, &gate);
-  GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
-  Status done = FinalizeWhenDone(po);
-  if (env.on_server_done && served.policy) env.on_server_done(name, *served.policy);
-  return done;
+  Status done = po.Barrier("all");
+  if (done.ok()) done = FinalizeWhenDone(po);
+  if (done.ok() && env.on_server_done && served.policy) env.on_server_done(name, *served.policy);
+  return LeaveOnError(po, done);
 }
 
 Status RunLocalServer(const ClusterConfig& c, const std::string& party, int rank, const RoleEnv& env) {
@@ -172,50 +227,7 @@ Status RunLocalServer(const ClusterConfig& c, const std::string& party, int rank
                                 party, ""},
                        global_van.get());
   GEOMX_RETURN_IF_ERROR(global_po.Start(env.node_bind(name + "@global", dc.host)));
-  GEOMX_RETURN_IF_ERROR(global_po.Barrier("all"));
-  GEOMX_ASSIGN_OR_RETURN(ps::JobDescription job, FetchJob(global_po));
-  GEOMX_ASSIGN_OR_RETURN(KeyLayout global_layout, LayoutOf(c, job, c.topology.global_servers));
-  GEOMX_ASSIGN_OR_RETURN(KeyLayout local_layout, LayoutOf(c, job, dc.servers));
-  auto upper = std::make_unique<comm::KvWorker>(&global_po, kAppId, global_layout);
-  GEOMX_ASSIGN_OR_RETURN(auto upper_link, comm::KvLink::Create(upper.get(), c.links.global));
-  GEOMX_ASSIGN_OR_RETURN(auto upper_aux, comm::KvLink::Create(upper.get(), comm::TierCodec{}));
-
-  // Downward: the server of its data centre's tier.
-  const sync::SyncJob sync_job = MakeSyncJob(c, job);
-  ServerJob served;
-  served.sync_job = sync_job;
-  if (job.schema.Has(ps::KeyRole::kParameter)) {
-    sync::LocalServerArgs args;
-    args.job = &served.sync_job;
-    args.layout = local_layout;
-    args.codec = c.links.local;
-    args.observer = env.observer;
-    args.dc_index = dc_index;
-    args.workers = dc.workers;
-    args.upper = upper_link.get();
-    GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeLocalServer(args));
-  }
-  if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision) ||
-      job.schema.Has(ps::KeyRole::kLocal)) {
-    GEOMX_ASSIGN_OR_RETURN(served.aux, ps::AuxLocalServer::Create(job.schema, local_layout, dc.workers,
-                                                                  upper_aux.get()));
-  }
-  if (!served.policy && !served.aux) return Status::InvalidArgument("the job has no keys");
-  auto local_van = env.make_van(name);
-  Postoffice local_po(DataCentreTier(c.topology, dc, env), NodeInfo{-1, NodeRole::kServer, rank, name, party, ""},
-                      local_van.get());
-  GEOMX_RETURN_IF_ERROR(local_po.Start(env.node_bind(name, dc.host)));
-  comm::KvServer server(&local_po, kAppId, served.handler());
-  // Teardown, also on early returns: upward requests still pending are cancelled first, while the handlers, the
-  // server and both postoffices that their callbacks reach are alive.
-  struct CancelUpward {
-    std::unique_ptr<comm::KvWorker>& kv;
-    ~CancelUpward() { kv.reset(); }
-  } cancel_upward{upper};
-  GEOMX_RETURN_IF_ERROR(local_po.Barrier("all"));
-  GEOMX_RETURN_IF_ERROR(FinalizeWhenDone(local_po));
-  if (env.on_server_done && served.policy) env.on_server_done(name, *served.policy);
-  return FinalizeWhenDone(global_po);
+  return LeaveOnError(global_po, ServeDataCentre(c, dc_index, rank, *mode, global_po, env));
 }
 
 Status RunMasterWorker(const ClusterConfig& c, const ps::JobDescription& job,
@@ -227,12 +239,15 @@ Status RunMasterWorker(const ClusterConfig& c, const ps::JobDescription& job,
                 NodeInfo{-1, NodeRole::kWorker, MasterWorkerRank(c.topology), name, kCentral, ""}, van.get());
   GEOMX_RETURN_IF_ERROR(po.Start(env.node_bind(name, c.topology.central_host)));
   comm::KvWorker kv(&po, kAppId, layout);
-  GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
-  GEOMX_RETURN_IF_ERROR(kv.SendControl(ps::EncodeJob(job)));
-  GEOMX_RETURN_IF_ERROR(PushInitialValues(c, job, initial, kv));
-  GEOMX_LOG(kInfo) << "master worker: the job (" << job.schema.keys().size() << " keys, optimizer "
-                   << job.optimizer.name << ") and its initial values sent to the global servers";
-  return FinalizeWhenDone(po);
+  auto serve = [&]() -> Status {
+    GEOMX_RETURN_IF_ERROR(po.Barrier("all"));
+    GEOMX_RETURN_IF_ERROR(kv.SendControl(ps::EncodeJob(job)));
+    GEOMX_RETURN_IF_ERROR(PushInitialValues(c, job, initial, kv));
+    GEOMX_LOG(kInfo) << "master worker: the job (" << job.schema.keys().size() << " keys, optimizer "
+                     << job.optimizer.name << ") and its initial values sent to the global servers";
+    return FinalizeWhenDone(po);
+  };
+  return LeaveOnError(po, serve());
 }
 
 Status RunStateServer(const ClusterConfig& c, const RoleEnv& env) {

@@ -62,6 +62,21 @@ Status FinalizeWhenDone(comm::Postoffice& po) {
   }
 }
 
+Status LeaveOnError(comm::Postoffice& po, Status s) {
+  if (!s.ok()) po.Leave(s);
+  return s;
+}
+
+TierBridge::TierBridge(comm::Postoffice* a, comm::Postoffice* b) : a_(a), b_(b) {
+  a_->SetFailureCallback([b](const Status& why) { b->Leave(why); });
+  b_->SetFailureCallback([a](const Status& why) { a->Leave(why); });
+}
+
+TierBridge::~TierBridge() {
+  a_->SetFailureCallback(nullptr);
+  b_->SetFailureCallback(nullptr);
+}
+
 std::string ServerName(const std::string& party, int rank) { return party + "/server" + std::to_string(rank); }
 std::string WorkerName(const std::string& party, int rank) { return party + "/worker" + std::to_string(rank); }
 

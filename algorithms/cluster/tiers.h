@@ -38,6 +38,25 @@ int64_t FsaIterationsPerEpoch(int64_t train_size, int world, int batch);
 // healthy tier whose workers are still training is waited for again.
 Status FinalizeWhenDone(comm::Postoffice& po);
 
+// A node that fails leaves its tier saying why (comm::Postoffice::Leave), so the tier's other nodes hear the cause at
+// once instead of after a heartbeat timeout. Returns `s`.
+Status LeaveOnError(comm::Postoffice& po, Status s);
+
+// A local server belongs to two tiers; the first failure of either is carried to the other (the server leaves it,
+// naming the cause), so a dead global server reaches the data centres' workers, and a dead worker the global tier,
+// without chained timeouts. Both postoffices must outlive the bridge; declare it after them.
+class TierBridge {
+ public:
+  TierBridge(comm::Postoffice* a, comm::Postoffice* b);
+  ~TierBridge();  // waits for a callback in progress
+  TierBridge(const TierBridge&) = delete;
+  TierBridge& operator=(const TierBridge&) = delete;
+
+ private:
+  comm::Postoffice* const a_;
+  comm::Postoffice* const b_;
+};
+
 std::string ServerName(const std::string& party, int rank);  // "dc-a/server0"
 std::string WorkerName(const std::string& party, int rank);  // "dc-a/worker1"
 

@@ -36,7 +36,11 @@ Status RunTrainingWorker(const TrainingWorkerArgs& a) {
   train::TrainState state;
   Result<train::StopReason> reason = trainer.Run(&state);
   if (a.on_trained) a.on_trained(reason, state);
-  if (!reason.ok()) return reason.status().WithContext(session->name());
+  if (!reason.ok()) {
+    const Status failed = reason.status().WithContext(session->name());
+    session->Leave(failed);
+    return failed;
+  }
   update.reset();  // its links' requests are done before the tier says goodbye
   return session->Finish();
 }

@@ -61,4 +61,6 @@ sync::StateServerAccess WorkerSession::StateServer() const {
 
 Status WorkerSession::Finish() { return po_->Finalize(); }
 
+void WorkerSession::Leave(const Status& why) { po_->Leave(why); }
+
 }  // namespace geomx::cluster

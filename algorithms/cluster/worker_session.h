@@ -40,6 +40,8 @@ class WorkerSession {
 
   // Tells the tier this worker is done and waits for the others (comm::Postoffice::Finalize).
   Status Finish();
+  // Leaves the tier early because of `why` (comm::Postoffice::Leave): the tier's other nodes hear it at once.
+  void Leave(const Status& why);
 
  private:
   WorkerSession(const ClusterConfig& config, const RoleEnv& env) : config_(config), env_(env) {}

@@ -215,7 +215,7 @@ TEST_P(RendezvousTest, DeadNodeIsReportedToWaitersWithoutHang) {
                                                 [&] { return pending.Wait(ts); }};
   for (const Status& s : RunConcurrently(waits)) {
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
-    EXPECT_TRUE(Contains(s, "node dc-a/worker1 (worker rank 1)")) << s.ToString();
+    EXPECT_TRUE(Contains(s, "node dc-a/worker1 (worker rank 1, party dc-a)")) << s.ToString();
     EXPECT_TRUE(Contains(s, "declared dead")) << s.ToString();
   }
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
@@ -225,6 +225,72 @@ TEST_P(RendezvousTest, DeadNodeIsReportedToWaitersWithoutHang) {
   EXPECT_EQ(tier.SchedulerResult().code(), StatusCode::kUnavailable);
   EXPECT_EQ(tier.worker(0).Finalize().code(), StatusCode::kUnavailable);
   tier.worker(0).DetachTracker(&pending);
+}
+
+// Regression (issue 18): servers finalize right after the start and serve until the end; the scheduler skipped
+// finalized nodes, so a dead server was never reported and workers waited for their request timeout.
+TEST_P(RendezvousTest, FinalizedServerIsStillWatched) {
+  CommOptions o = FastOptions();
+  o.heartbeat_interval_ms = 20;
+  o.heartbeat_timeout_ms = 1000;
+  o.request_timeout_ms = 60000;  // long: only the heartbeat may end the wait
+  TestTier tier(*t_, MakeSpec(*t_, "dc-a", 1, 2, o));
+  ASSERT_TRUE(tier.Start().ok());
+  std::thread server_finalize([&] { (void)tier.server(0).Finalize(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server has said goodbye
+  tier.server_node(0).van->Stop();                               // ... and then dies
+  const auto start = Clock::now();
+  const Status s = tier.worker(0).Barrier("workers");
+  server_finalize.join();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_TRUE(Contains(s, "node dc-a/server0 (server rank 0, party dc-a)")) << s.ToString();
+  EXPECT_TRUE(Contains(s, "declared dead")) << s.ToString();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+}
+
+// A node that leaves with a reason fails the tier at once for everybody, naming it and the reason; no heartbeat
+// (disabled here) and no request timeout is involved.
+TEST_P(RendezvousTest, LeaveTellsEveryNodeWhyAtOnce) {
+  CommOptions o = FastOptions();
+  o.heartbeat_interval_ms = 0;
+  o.request_timeout_ms = 60000;
+  TestTier tier(*t_, MakeSpec(*t_, "dc-a", 1, 3, o));
+  ASSERT_TRUE(tier.Start().ok());
+  Customer pending("tier dc-a", 60000);
+  tier.worker(0).AttachTracker(&pending);
+  const int64_t ts = pending.NewRequest({{tier.server(0).my_id(), "server dc-a/server0 for key 1"}}, "push");
+  const auto start = Clock::now();
+  std::vector<std::function<Status()>> waits = {[&] { return tier.worker(0).Barrier("all"); },
+                                                [&] { return tier.worker(2).Barrier("workers"); },
+                                                [&] { return pending.Wait(ts); },
+                                                [&] {
+                                                  tier.worker(1).Leave(Status::Internal("disk on fire"));
+                                                  return tier.worker(1).health();
+                                                }};
+  const std::vector<Status> results = RunConcurrently(waits);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Status& s = results[i];
+    EXPECT_FALSE(s.ok()) << i;
+    EXPECT_TRUE(Contains(s, "dc-a/worker1 (worker rank 1, party dc-a)")) << s.ToString();
+    EXPECT_TRUE(Contains(s, "left the job: disk on fire")) << s.ToString();
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(tier.SchedulerResult().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(Contains(tier.server(0).health(), "left the job: disk on fire"));
+  tier.worker(0).DetachTracker(&pending);
+}
+
+// A Postoffice destroyed in the middle of the job (an error return that skipped Finalize) leaves on its way out.
+TEST_P(RendezvousTest, DestroyedNodeLeavesOnItsWayOut) {
+  CommOptions o = FastOptions();
+  o.heartbeat_interval_ms = 0;
+  o.request_timeout_ms = 60000;
+  TestTier tier(*t_, MakeSpec(*t_, "dc-a", 1, 2, o));
+  ASSERT_TRUE(tier.Start().ok());
+  tier.worker_node(1).po.reset();
+  const Status s = tier.worker(0).Barrier("all");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_TRUE(Contains(s, "dc-a/worker1 stopped before the end of the job")) << s.ToString();
 }
 
 TEST_P(RendezvousTest, SilentSchedulerIsDetected) {

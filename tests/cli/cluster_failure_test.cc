@@ -1,0 +1,215 @@
+// Failure detection across both tiers (issue 18): a node of a running 2 x 2 job "crashes" (its vans go silent in the
+// middle of training, as a killed process's would) and every worker of the job must fail naming that node, within
+// about one heartbeat timeout, not after the long request timeout or a chain of timeouts one tier at a time. Every
+// role is a thread of this process over loopback vans (cluster_test_util.h).
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cluster_test_util.h"
+
+namespace geomx::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A van that dies: once the shared `dead` flag is set, it stops its inner van, sends nothing and receives nothing,
+// like the sockets of a process killed with -9. The victim's vans set the flag themselves after `crash_after`
+// sends, so the crash lands in the middle of training without timing guesses.
+class CrashingVan : public comm::Van {
+ public:
+  CrashingVan(std::unique_ptr<comm::Van> inner, bool victim, int crash_after, std::atomic<bool>* dead,
+              std::atomic<int64_t>* dead_at_ms)
+      : inner_(std::move(inner)), victim_(victim), crash_after_(crash_after), dead_(dead), dead_at_ms_(dead_at_ms) {}
+
+  Result<std::string> Bind(const std::string& address) override { return inner_->Bind(address); }
+  Status Connect(int node_id, const std::string& endpoint, comm::LinkClass link) override {
+    return inner_->Connect(node_id, endpoint, link);
+  }
+  Result<size_t> Send(int node_id, const comm::Message& msg) override {
+    if (victim_ && ++sends_ == crash_after_) Kill();
+    if (IsDead()) return Status::Cancelled("crashed");
+    return inner_->Send(node_id, msg);
+  }
+  Status Recv(comm::Message* msg, int timeout_ms) override {
+    if (IsDead()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms < 0 ? 10 : std::min(timeout_ms, 10)));
+      return Status::Cancelled("crashed");
+    }
+    return inner_->Recv(msg, timeout_ms);
+  }
+  void Stop() override { inner_->Stop(); }
+
+ private:
+  bool IsDead() {
+    if (!victim_ || !dead_->load()) return false;
+    inner_->Stop();
+    return true;
+  }
+  void Kill() {
+    if (dead_->exchange(true)) return;
+    dead_at_ms_->store(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count());
+  }
+
+  std::unique_ptr<comm::Van> inner_;
+  const bool victim_;
+  const int crash_after_;
+  std::atomic<int> sends_{0};
+  std::atomic<bool>* dead_;
+  std::atomic<int64_t>* dead_at_ms_;
+};
+
+struct RoleResult {
+  std::string role;
+  Status status;
+  int64_t ended_ms = 0;  // steady clock
+};
+
+// Every role of `r` as a thread (as cluster_testing::RunRoles), returning each role's status and end time.
+std::vector<RoleResult> RunRolesCollecting(const Recipe& r, const ClusterEnv& env) {
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  std::vector<RoleResult> results;
+  auto run = [&](std::string name, std::function<Status()> fn) {
+    threads.emplace_back([&, name, fn] {
+      Status s = fn();
+      const int64_t now =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+      std::lock_guard<std::mutex> lock(mu);
+      results.push_back({name, s, now});
+    });
+  };
+  run("global-scheduler", [&] { return RunGlobalScheduler(r, env); });
+  run("central/global-server0", [&] { return RunGlobalServer(r, 0, env); });
+  run("master", [&] { return RunMasterWorker(r, env); });
+  for (const auto& dc : r.topology.datacentres) {
+    const std::string p = dc.name;
+    run(p + "/scheduler", [&, p] { return RunScheduler(r, p, env); });
+    run(p + "/server0", [&, p] { return RunLocalServer(r, p, 0, env); });
+    for (int w = 0; w < dc.workers; ++w) {
+      run(p + "/worker" + std::to_string(w), [&, p, w] { return RunWorker(r, p, w, env, nullptr); });
+    }
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+struct Crash {
+  std::string victim;  // node name prefix: its vans die (a local server has two: NAME and NAME@global)
+  int crash_after;     // the victim's sends before it dies
+};
+
+class ClusterFailureTest : public ::testing::TestWithParam<Crash> {};
+
+TEST_P(ClusterFailureTest, EveryWorkerNamesTheDeadNodeWithinTheHeartbeatTimeout) {
+  const Crash crash = GetParam();
+  Recipe r = cluster_testing::TwoByTwoRecipe("failure", /*epochs=*/100000);
+  r.topology.options.heartbeat_interval_ms = 50;
+  r.topology.options.heartbeat_timeout_ms = 1500;
+  // Far longer than the heartbeat timeout: only failure detection (not a request timing out) may end the job.
+  r.topology.options.request_timeout_ms = 600000;
+
+  comm::LoopbackNetwork net;
+  std::atomic<bool> dead{false};
+  std::atomic<int64_t> dead_at_ms{0};
+  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
+    const bool victim = node == crash.victim || node == crash.victim + "@global";
+    return std::make_unique<CrashingVan>(std::make_unique<comm::LoopbackVan>(&net), victim, crash.crash_after, &dead,
+                                         &dead_at_ms);
+  });
+  const std::vector<RoleResult> results = RunRolesCollecting(r, env);
+  ASSERT_TRUE(dead.load()) << "the victim never sent " << crash.crash_after << " messages";
+
+  int workers = 0;
+  for (const RoleResult& res : results) {
+    if (res.role.find("/worker") == std::string::npos || res.role == crash.victim) continue;
+    ++workers;
+    EXPECT_FALSE(res.status.ok()) << res.role << " completed although " << crash.victim << " died";
+    EXPECT_NE(res.status.message().find(crash.victim), std::string::npos)
+        << res.role << " does not name " << crash.victim << ": " << res.status.ToString();
+    EXPECT_NE(res.status.message().find("declared dead"), std::string::npos) << res.role << ": " << res.status.ToString();
+    // Generous against a loaded machine, yet far below the request timeout (600 s) and below any chain of
+    // timeouts across the two tiers.
+    EXPECT_LT(res.ended_ms - dead_at_ms.load(), 30000) << res.role << " took too long to hear of the failure";
+  }
+  EXPECT_EQ(workers, crash.victim.find("/worker") == std::string::npos ? 4 : 3);
+  for (const RoleResult& res : results) {
+    if (res.role.find("scheduler") != std::string::npos) {
+      EXPECT_EQ(res.status.code(), StatusCode::kUnavailable) << res.role << ": " << res.status.ToString();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Victims, ClusterFailureTest,
+                         ::testing::Values(Crash{"central/global-server0", 200}, Crash{"dc-b/server0", 200},
+                                           Crash{"dc-a/worker1", 60}),
+                         [](const ::testing::TestParamInfo<Crash>& info) {
+                           std::string n = info.param.victim;
+                           for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return n;
+                         });
+
+// A van whose data messages start failing after `fail_after` sends (control messages still go out): the worker
+// using it fails with a send error, as on a broken disk or NIC, while its process is still alive to say so.
+class FailingVan : public comm::Van {
+ public:
+  FailingVan(std::unique_ptr<comm::Van> inner, int fail_after) : inner_(std::move(inner)), fail_after_(fail_after) {}
+  Result<std::string> Bind(const std::string& address) override { return inner_->Bind(address); }
+  Status Connect(int node_id, const std::string& endpoint, comm::LinkClass link) override {
+    return inner_->Connect(node_id, endpoint, link);
+  }
+  Result<size_t> Send(int node_id, const comm::Message& msg) override {
+    const bool data = msg.meta.command == comm::Command::kPush || msg.meta.command == comm::Command::kPull ||
+                      msg.meta.command == comm::Command::kPushPull;
+    if (data && ++sends_ > fail_after_) return Status::Internal("injected send failure");
+    return inner_->Send(node_id, msg);
+  }
+  Status Recv(comm::Message* msg, int timeout_ms) override { return inner_->Recv(msg, timeout_ms); }
+  void Stop() override { inner_->Stop(); }
+
+ private:
+  std::unique_ptr<comm::Van> inner_;
+  const int fail_after_;
+  std::atomic<int> sends_{0};
+};
+
+// A worker that fails leaves saying why: the whole job ends with that cause, although heartbeats would never
+// notice (the process is alive) and no request times out.
+TEST(ClusterFailureTest, AFailingWorkerTellsTheWholeJobWhy) {
+  Recipe r = cluster_testing::TwoByTwoRecipe("leave", /*epochs=*/100000);
+  r.topology.options.heartbeat_interval_ms = 50;
+  r.topology.options.heartbeat_timeout_ms = 600000;
+  r.topology.options.request_timeout_ms = 600000;
+  comm::LoopbackNetwork net;
+  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
+    auto van = std::make_unique<comm::LoopbackVan>(&net);
+    if (node != "dc-a/worker1") return van;
+    return std::make_unique<FailingVan>(std::move(van), 40);
+  });
+  const std::vector<RoleResult> results = RunRolesCollecting(r, env);
+  int workers = 0;
+  for (const RoleResult& res : results) {
+    EXPECT_FALSE(res.status.ok()) << res.role << " completed";
+    if (res.role == "dc-a/worker1") {
+      EXPECT_NE(res.status.message().find("injected send failure"), std::string::npos) << res.status.ToString();
+      continue;
+    }
+    if (res.role.find("/worker") == std::string::npos) continue;
+    ++workers;
+    for (const char* text : {"dc-a/worker1", "left the job", "injected send failure"}) {
+      EXPECT_NE(res.status.message().find(text), std::string::npos) << res.role << ": " << res.status.ToString();
+    }
+  }
+  EXPECT_EQ(workers, 3);
+}
+
+}  // namespace
+}  // namespace geomx::cli
