@@ -27,25 +27,6 @@ Status AppendText(const fs::path& path, const std::string& text) {
 }
 }  // namespace
 
-Status WriteFileAtomically(const fs::path& path, const std::string& contents) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::Internal("cannot create " + tmp.string());
-    f << contents;
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return Status::ResourceExhausted("cannot write " + tmp.string() + " (disk full?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Internal("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
-  return Status::Ok();
-}
-
 fs::path RunDir::DefaultPath(const fs::path& parent, const std::string& name) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -68,7 +49,7 @@ Result<RunDir> RunDir::Create(const fs::path& dir, const std::string& resolved_r
     }
   }
   fs::create_directories(dir / "checkpoints", ec);
-  if (ec) return Status::InvalidArgument("cannot create run folder " + dir.string() + ": " + ec.message());
+  if (ec) return Status::Internal("cannot create run folder " + dir.string() + ": " + ec.message());
   RunDir run(dir);
   GEOMX_RETURN_IF_ERROR(WriteFileAtomically(dir / "recipe.yaml", resolved_recipe_yaml));
   GEOMX_RETURN_IF_ERROR(WriteFileAtomically(dir / "metrics.csv", kCsvHeader));
@@ -95,7 +76,7 @@ Result<RunDir> RunDir::OpenOrCreateForWorker(const fs::path& dir, const std::str
   }
   if (fs::exists(dir / "recipe.yaml", ec)) return Open(dir);
   fs::create_directories(dir / "checkpoints", ec);
-  if (ec) return Status::InvalidArgument("cannot create run folder " + dir.string() + ": " + ec.message());
+  if (ec) return Status::Internal("cannot create run folder " + dir.string() + ": " + ec.message());
   GEOMX_RETURN_IF_ERROR(WriteFileAtomically(dir / "recipe.yaml", resolved_recipe_yaml));
   GEOMX_RETURN_IF_ERROR(WriteFileAtomically(dir / "metrics.csv", kCsvHeader));
   GEOMX_RETURN_IF_ERROR(WriteFileAtomically(dir / "metrics.jsonl", ""));

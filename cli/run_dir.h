@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "algorithms/train/trainer_events.h"
+#include "engine/base/file_write.h"
 #include "engine/base/status.h"
 
 namespace geomx::cli {
@@ -53,7 +54,7 @@ class RunDir {
   std::filesystem::path path_;
 };
 
-// Writes `contents` to `path` via "<path>.tmp" + rename, so readers never see a half-written file.
-Status WriteFileAtomically(const std::filesystem::path& path, const std::string& contents);
+// Writes a file via "<path>.tmp" + fsync + rename (engine/base/file_write.h); write failures exit 1.
+using ::geomx::WriteFileAtomically;
 
 }  // namespace geomx::cli

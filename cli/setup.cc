@@ -1,8 +1,10 @@
 #include "cli/setup.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
+#include "datasets/loader.h"
 #include "engine/backend_registry.h"
 #include "engine/base/rng.h"
 #include "nn/models/models.h"
@@ -22,7 +24,43 @@ Status DataErrorInRecipeTerms(const Recipe& recipe, const Status& status) {
       (message.rfind("data.name: ", 0) == 0 || message.find("data.path is auto") != std::string::npos)) {
     return AtRecipeKey(recipe, "data.name", status);
   }
+  for (const char* key : {"data.batch_size", "data.num_features"}) {  // limits of a reader (datasets/libsvm.h)
+    if (message.rfind(std::string(key) + ": ", 0) == 0) return AtRecipeKey(recipe, key, status);
+  }
   return status;
+}
+
+Status CheckBatchFitsTrainingSet(const Recipe& recipe, const data::Dataset& train) {
+  const int64_t batch = recipe.data.batch_size;
+  const int world = recipe.has_topology ? std::max(1, recipe.topology.total_workers()) : 1;
+  if (world == 1) {
+    if (batch <= train.size()) return Status::Ok();
+    return AtRecipeKey(recipe, "data.batch_size",
+                       Status::InvalidArgument("data.batch_size: " + std::to_string(batch) +
+                                               " is larger than the training set (" + std::to_string(train.size()) +
+                                               " examples of " + train.info().source + "); lower data.batch_size"));
+  }
+  // Every worker draws its batches from its own share (datasets/loader.h); the smallest share is the limit.
+  int64_t smallest = -1;
+  int smallest_rank = 0;
+  for (int rank = 0; rank < world; ++rank) {
+    const int64_t share = static_cast<int64_t>(data::PartitionIndices(train, recipe.data.partition,
+                                                                      recipe.data.dirichlet_alpha, rank, world,
+                                                                      recipe.seed)
+                                                   .size());
+    if (smallest < 0 || share < smallest) {
+      smallest = share;
+      smallest_rank = rank;
+    }
+  }
+  if (batch <= smallest) return Status::Ok();
+  std::string msg = "data.batch_size: ";
+  msg += std::to_string(batch);
+  msg += " is larger than the " + std::to_string(smallest) + " training examples of worker " +
+         std::to_string(smallest_rank) + " of " + std::to_string(world) + " (the " + std::to_string(train.size()) +
+         " examples of " + train.info().source + " are split between the topology's workers by data.partition); "
+         "lower data.batch_size";
+  return AtRecipeKey(recipe, "data.batch_size", Status::InvalidArgument(std::move(msg)));
 }
 
 Result<RunSetup> PrepareRun(const Recipe& recipe) {

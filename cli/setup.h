@@ -28,4 +28,9 @@ Status DataErrorInRecipeTerms(const Recipe& recipe, const Status& status);
 // Every failure here is the user's input (recipe, data files, device): the Status says which, with the key path.
 Result<RunSetup> PrepareRun(const Recipe& recipe);
 
+// Training only (not eval/predict): data.batch_size must not exceed the training examples of any worker, i.e. the
+// training set with one process, or the smallest share data.partition gives a worker of the recipe's topology.
+// kInvalidArgument at the data.batch_size key naming both numbers (and the worker) otherwise.
+Status CheckBatchFitsTrainingSet(const Recipe& recipe, const data::Dataset& train);
+
 }  // namespace geomx::cli

@@ -129,6 +129,11 @@ Result<CsvTable> ParseCsvTable(std::string_view text, const std::string& file, c
         if (table.labels.empty() && !options.header) msg += " (a header row? set data.header: true)";
         return Status::InvalidArgument(msg);
       }
+      if (!options.allow_nan && !std::isfinite(v)) {
+        return Status::InvalidArgument(Where(file, line_no, fields[c].column) + "'" + fields[c].text +
+                                       "' is not a finite number (NaN and inf are refused; set data.allow_nan: true "
+                                       "to accept)");
+      }
       table.features.push_back(v);
     }
     table.lines.push_back(line_no);
@@ -165,7 +170,8 @@ class CsvDataset final : public Dataset {
 Result<CsvTable> ReadCsv(const std::string& path, const DataConfig& config) {
   GEOMX_ASSIGN_OR_RETURN(FileBytes file, ReadDataFile(path));
   const std::string_view text(reinterpret_cast<const char*>(file.bytes.data()), file.bytes.size());
-  return ParseCsvTable(text, path, {.label_column = config.label_column, .header = config.header});
+  return ParseCsvTable(text, path,
+                       {.label_column = config.label_column, .header = config.header, .allow_nan = config.allow_nan});
 }
 
 std::shared_ptr<const Dataset> MakeCsvDataset(CsvTable table, const LabelEncoder& encoder, const std::string& path,

@@ -15,6 +15,7 @@ struct CsvOptions {
   int label_column = -1;  // index of the label column; -1 => last
   bool header = true;     // the first non-blank row names the columns
   char delimiter = ',';
+  bool allow_nan = false;  // accept NaN and infinite feature values (data.allow_nan); refused by default
 };
 
 struct CsvTable {
@@ -28,8 +29,9 @@ struct CsvTable {
 };
 
 // Parses `text`, the contents of `file`. Errors (kInvalidArgument, "file:line:column: ..." with 1-based line and
-// character column): a non-numeric feature, a row with another number of fields than the first, an empty label,
-// an unterminated quote, a label_column outside the row; kInvalidArgument for a file without data rows.
+// character column): a non-numeric feature, a NaN or infinite feature (unless options.allow_nan), a row with
+// another number of fields than the first, an empty label, an unterminated quote, a label_column outside the row;
+// kInvalidArgument for a file without data rows. Memory is bounded by the text (each value takes a character).
 Result<CsvTable> ParseCsvTable(std::string_view text, const std::string& file, const CsvOptions& options);
 
 }  // namespace geomx::data

@@ -28,6 +28,8 @@ struct DataConfig {
   // csv
   int label_column = -1;  // index of the label column; -1 => last
   bool header = true;     // first row is a header
+  // csv, libsvm: accept NaN and infinite feature values; by default they are refused with the file and line
+  bool allow_nan = false;
   // libsvm: number of features (0 => the largest feature index seen; indices are 1-based, index k is column k-1)
   int num_features = 0;
   // image-folder: decoded images are resized to this

@@ -49,8 +49,11 @@ Result<FileBytes> ReadRaw(const std::string& path, uintmax_t size) {
   return out;
 }
 
-// The gzip trailer's ISIZE (uncompressed size mod 2^32) of the last member: a good reservation hint, so the
-// buffer does not double while growing (a 47 MB file would otherwise peak near 94 MB).
+// Deflate's maximum compression ratio (about 1032:1): a gzip file of N bytes cannot decompress to more.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+// The gzip trailer's ISIZE (uncompressed size mod 2^32) of the last member. Only a claim: the last 4 bytes of a
+// truncated or corrupt file are anything.
 uint64_t GzipSizeHint(const std::string& path, uintmax_t file_size) {
   if (file_size < 18) return 0;
   File f(std::fopen(path.c_str(), "rb"));
@@ -60,22 +63,30 @@ uint64_t GzipSizeHint(const std::string& path, uintmax_t file_size) {
   return uint64_t{b[0]} | uint64_t{b[1]} << 8 | uint64_t{b[2]} << 16 | uint64_t{b[3]} << 24;
 }
 
+// Decompresses into one buffer. The trailer's size claim, capped at kMaxDeflateRatio x the file size, only
+// reserves address space, so an exact claim lets the buffer end full without ever doubling (a 47 MB file would
+// otherwise peak near 94 MB); the buffer's size grows (and its memory is touched) only as decompressed bytes
+// arrive, in steps of kStep, so a truncated file whose "claim" is garbage costs neither memory nor time.
 Result<FileBytes> ReadGzip(const std::string& path, uintmax_t file_size) {
+  constexpr size_t kStep = size_t{1} << 20;
   GzFile gz(gzopen(path.c_str(), "rb"));
   if (!gz) return Status::Internal(path + ": cannot open: " + std::strerror(errno));
   gzbuffer(gz.get(), 1 << 17);
   FileBytes out;
   out.gzipped = true;
   size_t used = 0;
+  std::vector<uint8_t>& b = out.bytes;
   try {
-    // A bogus hint (or one for a file above 4 GiB) is capped to deflate's maximum ratio, 1032:1.
-    const uint64_t hint = std::min<uint64_t>(GzipSizeHint(path, file_size), uint64_t{file_size} * 1032);
-    std::vector<uint8_t>& b = out.bytes;
-    b.resize(std::max<size_t>(static_cast<size_t>(hint), 1 << 16));
+    const uint64_t hint = std::min<uint64_t>(GzipSizeHint(path, file_size), uint64_t{file_size} * kMaxDeflateRatio);
+    try {
+      b.reserve(static_cast<size_t>(hint));
+    } catch (const std::bad_alloc&) {
+      // No address space for the claim (ulimit -v, strict overcommit): grow as the data arrives instead.
+    }
     std::vector<uint8_t> probe;
     for (;;) {
-      // With an exact hint the buffer is full exactly at the end; a small probe read then detects EOF without
-      // growing the big buffer.
+      if (used == b.size() && used < b.capacity()) b.resize(std::min(b.capacity(), used + kStep));
+      // At capacity, a small probe read detects EOF without growing the big buffer.
       const bool full = used == b.size();
       if (full && probe.empty()) probe.resize(1 << 16);
       uint8_t* dst = full ? probe.data() : b.data() + used;
@@ -89,7 +100,8 @@ Result<FileBytes> ReadGzip(const std::string& path, uintmax_t file_size) {
       }
       if (n == 0) break;
       if (full) {
-        b.resize(used + std::max<size_t>(static_cast<size_t>(n), used / 2));
+        b.reserve(used + std::max<size_t>({static_cast<size_t>(n), used / 2, kStep}));
+        b.resize(used + static_cast<size_t>(n));
         std::memcpy(b.data() + used, probe.data(), static_cast<size_t>(n));
       }
       used += static_cast<size_t>(n);

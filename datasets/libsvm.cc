@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <memory>
 #include <utility>
 
@@ -35,7 +36,8 @@ bool ParseWhole(std::string_view s, T* out) {
 }
 
 // Parses one data line into `table` (appends a row). `line` has its comment already removed.
-Status ParseLibsvmLine(std::string_view line, const std::string& file, int line_no, LibsvmTable* table) {
+Status ParseLibsvmLine(std::string_view line, const std::string& file, int line_no, const LibsvmOptions& options,
+                       LibsvmTable* table) {
   size_t pos = 0;
   const std::string_view label = NextToken(line, &pos);
   if (label.find(':') != std::string_view::npos) {
@@ -60,14 +62,24 @@ Status ParseLibsvmLine(std::string_view line, const std::string& file, int line_
     if (!ParseWhole(key, &index)) {
       return Status::InvalidArgument(Where(file, line_no) + "bad feature index '" + std::string(key) + "'");
     }
-    if (index < 1 || index > INT32_MAX) {
+    if (index < 1) {
       return Status::InvalidArgument(Where(file, line_no) + "feature index " + std::to_string(index) +
                                      " out of range (LIBSVM indices are 1-based)");
+    }
+    if (index > kLibsvmMaxFeatures) {
+      return Status::InvalidArgument(Where(file, line_no) + "feature index " + std::to_string(index) +
+                                     " is above the maximum " + std::to_string(kLibsvmMaxFeatures) +
+                                     " (docs/data_formats.md#limits; hash the features into fewer columns)");
     }
     float v;
     if (!ParseWhole(value, &v)) {
       return Status::InvalidArgument(Where(file, line_no) + "bad value '" + std::string(value) + "' for feature " +
                                      std::to_string(index));
+    }
+    if (!options.allow_nan && !std::isfinite(v)) {
+      return Status::InvalidArgument(Where(file, line_no) + "value '" + std::string(value) + "' of feature " +
+                                     std::to_string(index) +
+                                     " is not finite (NaN and inf are refused; set data.allow_nan: true to accept)");
     }
     table->cols.push_back(static_cast<int32_t>(index - 1));
     table->values.push_back(v);
@@ -91,7 +103,7 @@ std::string_view DataPart(std::string_view line) {
 
 }  // namespace
 
-Result<LibsvmTable> ParseLibsvm(std::string_view text, const std::string& file) {
+Result<LibsvmTable> ParseLibsvm(std::string_view text, const std::string& file, const LibsvmOptions& options) {
   LibsvmTable table;
   int line_no = 0;
   size_t pos = 0;
@@ -102,7 +114,7 @@ Result<LibsvmTable> ParseLibsvm(std::string_view text, const std::string& file) 
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     ++line_no;
     if (line.empty()) continue;
-    GEOMX_RETURN_IF_ERROR(ParseLibsvmLine(line, file, line_no, &table));
+    GEOMX_RETURN_IF_ERROR(ParseLibsvmLine(line, file, line_no, options, &table));
   }
   if (table.rows() == 0) return Status::InvalidArgument(file + ": no examples");
   return table;
@@ -118,7 +130,7 @@ bool LooksLikeLibsvm(std::string_view text) {
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     if (line.empty()) continue;
     LibsvmTable scratch;
-    if (!ParseLibsvmLine(line, "", 0, &scratch).ok()) return false;
+    if (!ParseLibsvmLine(line, "", 0, {.allow_nan = true}, &scratch).ok()) return false;
     double label;
     if (!ParseWhole(std::string_view(scratch.labels[0]), &label)) return false;
     if (scratch.cols.empty() && line.find(':') == std::string_view::npos && checked == 0) return false;
@@ -187,19 +199,25 @@ Result<std::unique_ptr<DatasetSplits>> OpenLibsvm(const DataConfig& config) {
   if (config.path.empty() || config.path == "auto") {
     return Status::InvalidArgument("data.path: the libsvm dataset needs a file (got '" + config.path + "')");
   }
-  if (config.num_features < 0) {
-    return Status::InvalidArgument("data.num_features: must be >= 0, got " + std::to_string(config.num_features));
-  }
-  GEOMX_ASSIGN_OR_RETURN(LibsvmTable train, ReadLibsvm(config.path));
+  GEOMX_RETURN_IF_ERROR(CheckLibsvmNumFeatures(config.num_features));
+  const LibsvmOptions options{.allow_nan = config.allow_nan};
+  GEOMX_ASSIGN_OR_RETURN(LibsvmTable train, ReadLibsvm(config.path, options));
   LibsvmTable test;
   const bool has_test = !config.test_path.empty();
   if (has_test) {
-    GEOMX_ASSIGN_OR_RETURN(test, ReadLibsvm(config.test_path));
+    GEOMX_ASSIGN_OR_RETURN(test, ReadLibsvm(config.test_path, options));
   }
   const int64_t width = config.num_features > 0 ? config.num_features : std::max(train.max_index, test.max_index);
   if (width == 0) return Status::InvalidArgument(config.path + ": no features in any example");
   GEOMX_RETURN_IF_ERROR(CheckWidth(train, width, config.path));
   GEOMX_RETURN_IF_ERROR(CheckWidth(test, width, config.test_path));
+  if (int64_t{config.batch_size} * width > kLibsvmMaxBatchValues) {
+    return Status::InvalidArgument(
+        "data.batch_size: a batch of " + std::to_string(config.batch_size) + " x " + std::to_string(width) +
+        " features is " + std::to_string(int64_t{config.batch_size} * width) + " dense values, above the maximum " +
+        std::to_string(kLibsvmMaxBatchValues) + " (1 GiB) of the libsvm dataset; lower data.batch_size, or train "
+        "a classical algorithm, which keeps the table sparse (docs/data_formats.md#limits)");
+  }
   LabelEncoder encoder;
   for (const auto& l : train.labels) encoder.Add(l);
   for (const auto& l : test.labels) encoder.Add(l);
@@ -224,10 +242,21 @@ GEOMX_REGISTER(DatasetRegistry, "libsvm", OpenLibsvm,
 
 void LinkLibsvmDataset() {}
 
-Result<LibsvmTable> ReadLibsvm(const std::string& path) {
+Result<LibsvmTable> ReadLibsvm(const std::string& path, const LibsvmOptions& options) {
   GEOMX_ASSIGN_OR_RETURN(FileBytes file, ReadDataFile(path));
   const std::string_view text(reinterpret_cast<const char*>(file.bytes.data()), file.bytes.size());
-  return ParseLibsvm(text, path);
+  return ParseLibsvm(text, path, options);
+}
+
+Status CheckLibsvmNumFeatures(int64_t num_features) {
+  if (num_features < 0) {
+    return Status::InvalidArgument("data.num_features: must be >= 0, got " + std::to_string(num_features));
+  }
+  if (num_features > kLibsvmMaxFeatures) {
+    return Status::InvalidArgument("data.num_features: " + std::to_string(num_features) + " is above the maximum " +
+                                   std::to_string(kLibsvmMaxFeatures) + " (docs/data_formats.md#limits)");
+  }
+  return Status::Ok();
 }
 
 

@@ -29,8 +29,10 @@ struct TextTable {
 Result<TextTable> ReadCsvText(const std::string& path, const DataConfig& config) {
   GEOMX_ASSIGN_OR_RETURN(FileBytes file, ReadDataFile(path));
   const std::string_view text(reinterpret_cast<const char*>(file.bytes.data()), file.bytes.size());
-  GEOMX_ASSIGN_OR_RETURN(CsvTable csv,
-                         ParseCsvTable(text, path, {.label_column = config.label_column, .header = config.header}));
+  GEOMX_ASSIGN_OR_RETURN(CsvTable csv, ParseCsvTable(text, path,
+                                                     {.label_column = config.label_column,
+                                                      .header = config.header,
+                                                      .allow_nan = config.allow_nan}));
   TextTable out;
   out.table.rows = csv.rows();
   out.table.cols = csv.num_features;
@@ -41,8 +43,9 @@ Result<TextTable> ReadCsvText(const std::string& path, const DataConfig& config)
   return out;
 }
 
-Result<TextTable> ReadLibsvmText(const std::string& path, int64_t width) {
-  GEOMX_ASSIGN_OR_RETURN(LibsvmTable t, ReadLibsvm(path));
+Result<TextTable> ReadLibsvmText(const std::string& path, int64_t width, const LibsvmOptions& options) {
+  GEOMX_RETURN_IF_ERROR(CheckLibsvmNumFeatures(width));
+  GEOMX_ASSIGN_OR_RETURN(LibsvmTable t, ReadLibsvm(path, options));
   TextTable out;
   out.table.rows = t.rows();
   out.table.sparse = true;
@@ -81,7 +84,7 @@ Result<TextTable> ReadLibsvmText(const std::string& path, int64_t width) {
 
 Result<TextTable> ReadText(const std::string& path, const DataConfig& config, int64_t width) {
   if (config.name == "csv") return ReadCsvText(path, config);
-  return ReadLibsvmText(path, width);
+  return ReadLibsvmText(path, width, {.allow_nan = config.allow_nan});
 }
 
 // Float targets from label text; errors name file:line.

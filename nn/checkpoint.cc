@@ -3,21 +3,17 @@
 // written to "<path>.tmp", fsync'ed and renamed, so readers see either the old or the new file.
 #include "nn/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <array>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
-#include <system_error>
 #include <vector>
 
 #include "engine/base/check.h"
+#include "engine/base/file_write.h"
 
 namespace geomx::nn {
 namespace {
@@ -222,29 +218,6 @@ Status DecodeFile(const std::string& bytes, std::map<std::string, Tensor>* tenso
   return Status::Ok();
 }
 
-std::string ErrnoText() { return std::error_code(errno, std::generic_category()).message(); }
-
-// Writes `bytes` to `path` durably: open, write all, fsync, close.
-Status WriteDurably(const std::filesystem::path& path, const std::string& bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FailedPrecondition("cannot create '" + path.string() + "': " + ErrnoText());
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = ErrnoText();
-      ::close(fd);
-      return Status::FailedPrecondition("cannot write '" + path.string() + "': " + why);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    return Status::FailedPrecondition("cannot flush '" + path.string() + "': " + ErrnoText());
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status WriteTensorFile(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
@@ -257,18 +230,7 @@ Status WriteTensorFile(const std::filesystem::path& path, const std::map<std::st
   file += payload;
   Put<uint32_t>(&file, Crc32(payload.data(), payload.size()));
 
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  Status st = WriteDurably(tmp, file);
-  std::error_code ec;
-  if (st.ok()) {
-    std::filesystem::rename(tmp, path, ec);
-    if (ec)
-      st = Status::FailedPrecondition("cannot rename '" + tmp.string() + "' to '" + path.string() +
-                                      "': " + ec.message());
-  }
-  if (!st.ok()) std::filesystem::remove(tmp, ec);
-  return st;
+  return WriteFileAtomically(path, file);
 }
 
 Status ReadTensorFile(const std::filesystem::path& path, std::map<std::string, Tensor>* tensors,

@@ -30,8 +30,9 @@ struct CheckpointMeta {
 
 // Saves every parameter and buffer of `model` (under their keys) and, if non-null, the optimizer state (under
 // kCheckpointOptimizerPrefix; meta.optimizer_step is then taken from optimizer->step()). Device tensors are
-// copied to the host. Writes "<path>.tmp", syncs it, renames it over `path`; on failure the .tmp is removed.
-// kFailedPrecondition when the file cannot be written (names the path and errno text).
+// copied to the host. Writes "<path>.tmp", syncs it, renames it over `path`; on failure the .tmp is removed
+// (WriteFileAtomically, engine/base/file_write.h): kResourceExhausted when the disk is full, kInternal when the
+// file cannot be written otherwise (both name the path and the errno text; runtime failures, exit code 1).
 Status SaveCheckpoint(const std::filesystem::path& path, Module& model, const Optimizer* optimizer,
                       const CheckpointMeta& meta);
 // Loads into `model` (names and shapes must match exactly; errors name the tensor) and, if non-null, the

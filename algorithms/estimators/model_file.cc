@@ -3,9 +3,10 @@
 #include <zlib.h>
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "engine/base/file_write.h"
 
 namespace geomx::algorithms {
 namespace {
@@ -75,25 +76,7 @@ std::string ModelWriter::Encode() const {
   return out;
 }
 
-Status ModelWriter::WriteTo(const std::string& path) const {
-  const std::string bytes = Encode();
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::InvalidArgument("cannot write model file " + tmp);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return Status::ResourceExhausted("writing model file " + tmp + " failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Internal("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  return Status::Ok();
-}
+Status ModelWriter::WriteTo(const std::string& path) const { return WriteFileAtomically(path, Encode()); }
 
 Result<ModelReader> ModelReader::Parse(const std::string& bytes, const std::string& source) {
   auto bad = [&source](size_t offset, const std::string& what) {

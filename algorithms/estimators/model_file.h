@@ -25,7 +25,8 @@ class ModelWriter {
   void PutNumber(const std::string& name, double value);
   // The encoded file (header, sections, CRC).
   std::string Encode() const;
-  // Encode() written to `path` atomically.
+  // Encode() written to `path` atomically (WriteFileAtomically: a failed write is kResourceExhausted or kInternal,
+  // exit code 1, naming the file).
   Status WriteTo(const std::string& path) const;
 
  private:
