@@ -13,6 +13,7 @@
 #include "cli/recipe_units.h"
 #include "cli/role_command.h"
 #include "cli/run_dir.h"
+#include "cli/security.h"
 
 namespace geomx::cli {
 namespace {
@@ -85,6 +86,15 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
     common.insert(common.end(), {"--set", item + "scheduler_port=" + std::to_string(dc_ports[i])});
   }
   if (esync) common.insert(common.end(), {"--set", "topology.central.state_server_port=" + std::to_string(state_port)});
+  // Security for the hosts the processes really use (loopback, or the namespaces' addresses).
+  std::vector<std::string> hosts = {host_of("central")};
+  for (const comm::DataCentre& d : t.datacentres) hosts.push_back(host_of(d.name));
+  plan.secure = SecurityEnabled(recipe.security.encryption, hosts);
+  plan.keys = recipe.security.keys;
+  if (plan.secure && plan.keys.empty()) {
+    plan.keys = plan.generated_keys = (fs::path(plan.run_dir) / "keys").string();
+    common.insert(common.end(), {"--set", "security.keys=" + plan.keys});
+  }
   common.insert(common.end(), {"--out", plan.run_dir});
 
   // The recipe file the processes read: the one given (or, resuming, the run's recipe.yaml).
@@ -138,6 +148,8 @@ std::string FormatLocalTopologyPlan(const LocalTopologyPlan& plan, const Recipe&
   out += "run folder: " + plan.run_dir + "\n";
   out += "links: wan " + LinkText(recipe.topology.options.wan) + ", lan " + LinkText(recipe.topology.options.lan) +
          " (emulated in-process)\n";
+  out += DescribeSecurity(recipe, plan.secure,
+                          plan.generated_keys.empty() ? plan.keys : plan.keys + ", generated at start");
   out += "(ports the recipe leaves at 0 are free ports picked for this plan; a real run picks them again)\n";
   return out;
 }
@@ -164,6 +176,10 @@ Status RunLocalTopology(const TrainFlags& flags, const Recipe& recipe, const std
   // Every process of the topology shares this machine's cores: idle OpenMP threads must sleep, not spin, or the
   // processes steal each other's cores (libgomp reads this once at start, so it is set for the children here).
   setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+  if (!plan.generated_keys.empty()) {
+    GEOMX_RETURN_IF_ERROR(comm::GenerateKeys(plan.generated_keys, MemberNames(recipe), /*force=*/false)
+                              .WithContext("security: the run's keys"));
+  }
   Launcher launcher;
   GEOMX_RETURN_IF_ERROR(launcher.Start(ChildSpecsOf(plan)));
   return launcher.Wait(interrupted);

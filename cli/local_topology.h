@@ -36,6 +36,11 @@ struct PlannedProcess {
 struct LocalTopologyPlan {
   std::vector<PlannedProcess> processes;  // in start order
   std::string run_dir;                    // passed to every process as --out
+  bool secure = false;                    // CurveZMQ on (cli/security.h) for the hosts of this plan
+  std::string keys;                       // the key directory the processes use (when secure)
+  // RUN/keys when security is on and the recipe names no security.keys: RunLocalTopology writes a key pair for
+  // every process there before starting them (each gets --set security.keys=RUN/keys).
+  std::string generated_keys;
 };
 
 // Builds the plan for `recipe` (which has a topology) run with `flags`, re-executing `exe`. Picks free loopback
@@ -46,7 +51,7 @@ struct LocalTopologyPlan {
 Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recipe& recipe, const std::string& exe);
 
 // The plan as text for `geomx train --dry-run`: one block per process (name, role, where it listens, its command
-// line, shell-quoted), then the run folder and the links.
+// line, shell-quoted), then the run folder, the links and the security line.
 std::string FormatLocalTopologyPlan(const LocalTopologyPlan& plan, const Recipe& recipe);
 
 // `geomx train RECIPE --dry-run` for a recipe with a topology: plans with this executable and prints the plan

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/estimator_run.h"
 #include "cli/role_command.h"
+#include "cli/security.h"
 #include "cli/train_command.h"
 #include "engine/base/logging.h"
 #include "engine/base/status.h"
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
       "  geomx bench kernels [--batch-sizes 32,64] [--threads 1,2] [--iterations N] [--json FILE]\n"
       "  geomx bench comm [--sizes 4096,4194304] [--iterations N] [--repeats N] [--json FILE]\n"
       "  geomx bench algos [--only A,B] [--threads N] [--quick] [--out FILE.json] [--no-peer]\n"
+      "  geomx bench soak [--rounds N] [--datacentres N] [--workers-per-dc N] [--key-bytes N] [--json FILE]\n"
+      "  geomx keys generate DIR (--recipe RECIPE [--set KEY=VALUE]... | --name PARTY/ROLE...) [--force]\n"
       "  geomx version\n\n"
       "Examples:\n  geomx train recipes/quickstart.yaml --out runs/first\n  geomx plot runs/first\n  geomx data list\n"
       "  geomx algos\n\n"
@@ -196,6 +199,20 @@ int main(int argc, char** argv) {
       "Example:\n  geomx serve --role global-scheduler recipes/geo2x2.yaml\n"
       "  geomx serve --role server recipes/geo2x2.yaml --party dc-a --rank 0");
 
+  // keys: `geomx keys generate DIR` (docs/security.md)
+  std::string keys_dir, keys_recipe;
+  std::vector<std::string> keys_sets, keys_names;
+  bool keys_force = false;
+  CLI::App* keys_cmd = app.add_subcommand("keys", "CurveZMQ keys of a topology's processes");
+  keys_cmd->require_subcommand(1);
+  CLI::App* keys_generate = keys_cmd->add_subcommand("generate", "Write a key pair per process into DIR");
+  keys_generate->add_option("dir", keys_dir, "Key directory (DIR/<party>/<role>.pub and .secret)")->required();
+  keys_generate->add_option("--recipe", keys_recipe, "Every process of this recipe's topology gets a key pair");
+  keys_generate->add_option("--set", keys_sets, "Override a recipe key (repeatable)");
+  keys_generate->add_option("--name", keys_names, "Only this member, PARTY/ROLE (repeatable), e.g. dc-a/worker2");
+  keys_generate->add_flag("--force", keys_force, "Replace existing keys");
+  keys_generate->footer("Example:\n  geomx keys generate keys --recipe recipes/quickstart_2dc.yaml");
+
   // bench: `geomx bench RECIPE`, `geomx bench kernels`, `geomx bench comm` (bench/bench_commands.h)
   geomx::bench::BenchCommandLine bench;
   geomx::bench::AddBenchCommands(&app, &bench);
@@ -256,6 +273,8 @@ int main(int argc, char** argv) {
     status = geomx::cli::RunPredictCommand(
         predict_run, predict_input, predict_out,
         predict_threads > 0 ? predict_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  } else if (keys_generate->parsed()) {
+    status = geomx::cli::RunKeysGenerate(keys_dir, keys_recipe, keys_sets, keys_names, keys_force);
   } else if (version_cmd->parsed()) {
     status = geomx::cli::RunVersionCommand();
   } else if (serve_cmd->parsed() && serve.role == "worker") {

@@ -13,12 +13,15 @@
 #include <condition_variable>
 #include <filesystem>
 #include <memory>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cli/cluster.h"
 #include "cli/role_command.h"
 #include "cli/run_report.h"
+#include "cli/security.h"
 #include "comm/shaped_van.h"
 #include "comm/zmq_van.h"
 #include "engine/base/logging.h"
@@ -111,19 +114,32 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     recipe.threads = spec.kind == RoleSpec::Kind::kWorker ? std::max(1, cores / std::max(1, on_host)) : 1;
   }
+  const std::string name = ProcessName(spec);
+  // Security (docs/security.md): every van of this process authenticates with the process's key and admits only
+  // the job's members.
+  GEOMX_ASSIGN_OR_RETURN(std::optional<ProcessSecurity> security, LoadProcessSecurity(recipe, name));
   comm::ZmqContext context;
+  comm::ZmqVanOptions van_options;
+  if (security) {
+    std::map<std::string, std::string> admitted;  // public key -> member
+    for (const auto& [member, key] : security->public_keys) admitted[key] = member;
+    GEOMX_RETURN_IF_ERROR(context.EnableCurve(std::move(admitted)));
+    van_options.curve = security->identity;
+    van_options.peer_keys =
+        std::make_shared<const std::map<std::string, std::string>>(std::move(security->public_keys));
+  }
   comm::TrafficCounters traffic;
   ClusterEnv env;
   const comm::ShapedVanOptions shaping{recipe.topology.options.wan, recipe.topology.options.lan};
-  env.make_van = [&context, &traffic, shaping](const std::string&) -> std::unique_ptr<comm::Van> {
-    return std::make_unique<comm::ShapedVan>(std::make_unique<comm::ZmqVan>(&context), shaping, &traffic);
+  env.make_van = [&context, &traffic, shaping, van_options](const std::string&) -> std::unique_ptr<comm::Van> {
+    return std::make_unique<comm::ShapedVan>(std::make_unique<comm::ZmqVan>(&context, van_options), shaping,
+                                             &traffic);
   };
   env.scheduler_endpoint = [](const std::string&, const std::string& host, int port) {
     return "tcp://" + NumericHost(host) + ":" + std::to_string(port);
   };
   env.node_bind = [](const std::string&, const std::string& host) { return "tcp://" + NumericHost(host) + ":0"; };
   env.out_dir = spec.out_dir;
-  const std::string name = ProcessName(spec);
   SetLogPrefix("");  // the launcher prefixes every line with the process name
   TrafficPublisher publisher(
       spec.out_dir.empty() ? std::filesystem::path() : std::filesystem::path(spec.out_dir) / "traffic" /

@@ -142,7 +142,8 @@ Result<std::string> LoopbackVan::Bind(const std::string& address) {
   return endpoint_;
 }
 
-Status LoopbackVan::Connect(int node_id, const std::string& endpoint, LinkClass /*link*/) {
+Status LoopbackVan::Connect(int node_id, const std::string& endpoint, LinkClass /*link*/,
+                            const std::string& /*peer_name*/) {
   if (endpoint.rfind(kScheme, 0) != 0) {
     return Status::InvalidArgument("loopback van: endpoint '" + endpoint + "' does not start with loop://");
   }

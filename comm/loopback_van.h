@@ -76,7 +76,8 @@ class LoopbackVan : public Van {
 
   // "loop://name" binds that name (kAlreadyExists if another live van holds it); "loop://" picks a fresh name.
   Result<std::string> Bind(const std::string& address) override;
-  Status Connect(int node_id, const std::string& endpoint, LinkClass link) override;
+  // `peer_name` is not used (loopback links are not authenticated).
+  Status Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) override;
   // kNotFound for an unconnected id; kCancelled after Stop; otherwise OK (even when the message is lost).
   Result<size_t> Send(int node_id, const Message& msg) override;
   Status Recv(Message* msg, int timeout_ms) override;

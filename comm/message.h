@@ -32,6 +32,11 @@ struct Meta {
 struct Message {
   Meta meta;
   std::vector<Bytes> data;
+  // Never on the wire: the authenticated member name of the sender ("dc-a/worker1"), set by the receiving Van
+  // from the key the sender proved to hold (ZmqVan with CURVE: the name the ZAP handler gave that key). Empty
+  // when the Van does not authenticate (plain ZmqVan, LoopbackVan) and on messages being sent. Unlike
+  // meta.sender, which the sender fills in, a peer cannot forge it.
+  std::string peer;
   // Total bytes of the data frames (header not included).
   size_t data_bytes() const {
     size_t n = 0;

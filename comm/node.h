@@ -46,7 +46,15 @@ struct TierSpec {
   // a node that never registered can name it. Empty: such errors give role and rank only.
   std::vector<std::string> server_names;
   std::vector<std::string> worker_names;
+  // The member name of the scheduler's process (comm/curve.h), e.g. "central/global-scheduler": the key an
+  // authenticating Van expects the scheduler to hold. Empty: "<name>/scheduler" (SchedulerName).
+  std::string scheduler_name;
 };
+
+// The scheduler's name in `spec`'s tier: spec.scheduler_name, or "<spec.name>/scheduler" when that is empty.
+inline std::string SchedulerName(const TierSpec& spec) {
+  return spec.scheduler_name.empty() ? spec.name + "/scheduler" : spec.scheduler_name;
+}
 
 // The id the scheduler gives to (role, rank) in a tier with `num_servers` servers.
 inline int TierNodeId(NodeRole role, int rank, int num_servers) {

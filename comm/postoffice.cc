@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "comm/curve.h"
 #include "comm/customer.h"
 #include "engine/base/logging.h"
 
@@ -82,7 +83,8 @@ Status Postoffice::Start(const std::string& bind_address) {
   GEOMX_ASSIGN_OR_RETURN(std::string endpoint, van_->Bind(bind_address));
   self_.endpoint = endpoint;
   const bool wan = !spec_.scheduler_party.empty() && spec_.scheduler_party != self_.party;
-  GEOMX_RETURN_IF_ERROR(van_->Connect(kSchedulerId, spec_.scheduler_endpoint, wan ? LinkClass::kWan : LinkClass::kLan));
+  GEOMX_RETURN_IF_ERROR(van_->Connect(kSchedulerId, spec_.scheduler_endpoint, wan ? LinkClass::kWan : LinkClass::kLan,
+                                      SchedulerName(spec_)));
   receiver_ = std::thread([this] { ReceiveLoop(); });
 
   RegisterRequest reg;
@@ -170,6 +172,7 @@ void Postoffice::HandleMessage(Message&& msg) {
     GEOMX_LOG(kWarning) << "tier " << spec_.name << ": dropped a message of protocol version " << meta.version;
     return;
   }
+  if (van_->authenticates() && !FromClaimedSender(msg)) return;
   if (meta.sender == kSchedulerId) return HandleSchedulerMessage(std::move(msg));
   if (!IsDataCommand(meta.command)) {
     GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " dropped unexpected "
@@ -192,6 +195,30 @@ void Postoffice::HandleMessage(Message&& msg) {
     return;
   }
   DispatchData(std::move(msg));
+}
+
+bool Postoffice::FromClaimedSender(const Message& msg) {
+  const int sender = msg.meta.sender;
+  std::string claimed;
+  if (sender == kSchedulerId) {
+    claimed = SchedulerName(spec_);
+  } else {
+    bool have_table;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      have_table = have_table_;
+    }
+    if (!have_table) return true;  // kept until the table arrives, and judged then (HandleMessage again)
+    const NodeInfo* n = FindNode(sender);
+    if (n == nullptr) return true;  // dropped as from an unknown node
+    claimed = n->name;
+  }
+  if (msg.peer == MemberOf(claimed)) return true;
+  ++rejected_;
+  GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " dropped " << CommandName(msg.meta.command)
+                      << " claiming to come from " << claimed << " (node " << sender << ") but sent with the key of "
+                      << (msg.peer.empty() ? std::string("nobody") : msg.peer);
+  return false;
 }
 
 void Postoffice::HandleSchedulerMessage(Message&& msg) {
@@ -258,7 +285,7 @@ void Postoffice::HandleNodeTable(const Message& msg) {
     for (const auto& n : *table) {
       if (n.id == kSchedulerId) continue;
       const LinkClass link = n.party == self_.party ? LinkClass::kLan : LinkClass::kWan;
-      Status c = van_->Connect(n.id, n.endpoint, link);
+      Status c = van_->Connect(n.id, n.endpoint, link, n.name);
       if (!c.ok() && error.ok()) error = c.WithContext("tier " + spec_.name + ": connecting to " + n.name);
     }
   }

@@ -19,6 +19,12 @@
 // attached Customer) returns it promptly. Malformed, wrong-version, unknown-command or unknown-sender messages are
 // logged and dropped.
 //
+// Identity: with an authenticating Van (ZmqVan with CURVE, Van::authenticates), a message is taken only from the
+// key of the node it claims to come from: Message::peer must be the member (MemberOf) of the node the table lists
+// for meta.sender, or SchedulerName(spec) for sender 0. Any other message is logged, counted (rejected_messages)
+// and dropped, so one member of the job cannot speak for another (a forged kError "from the scheduler", a push
+// under another worker's id).
+//
 // Ownership: borrows the Van (must outlive the Postoffice) and attached Customers (must be detached before they
 // die). Thread-safe after construction; accessors of the node table are valid after Start() returned OK.
 #pragma once
@@ -122,6 +128,9 @@ class Postoffice {
   // "server dc-a/server1" (or "node 7" when unknown), for messages.
   std::string Describe(int id) const;
 
+  // Messages dropped because their authenticated sender was not the node they claimed to come from.
+  uint64_t rejected_messages() const { return rejected_; }
+
   // Test seam: declares the tier failed as if the scheduler had said so.
   void FailForTesting(const Status& status) { SetFatal(status); }
 
@@ -132,6 +141,8 @@ class Postoffice {
   void TickerLoop();
   void HandleMessage(Message&& msg);
   void HandleSchedulerMessage(Message&& msg);
+  // With an authenticating Van: whether `msg` comes from the key of the node it claims; counts and logs it if not.
+  bool FromClaimedSender(const Message& msg);
   void HandleNodeTable(const Message& msg);
   void DispatchData(Message&& msg);
   void SetFatal(const Status& status);
@@ -169,6 +180,7 @@ class Postoffice {
   std::map<int, std::shared_ptr<Handler>> handlers_;  // GUARDED_BY(dispatch_mu_)
 
   std::vector<Message> early_;   // receive thread only: data that arrived before our node table
+  std::atomic<uint64_t> rejected_{0};
 
   std::atomic<bool> started_{false};
   std::atomic<bool> stop_{false};

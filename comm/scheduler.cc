@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/curve.h"
 #include "engine/base/logging.h"
 
 namespace geomx::comm {
@@ -47,8 +48,10 @@ struct Member {
 // The state machine of one Serve() call. Single-threaded: only the serving thread touches it.
 class Scheduler::Loop {
  public:
-  Loop(const TierSpec& spec, Van* van, std::string endpoint, const std::atomic<bool>* stop)
-      : spec_(spec), van_(van), endpoint_(std::move(endpoint)), stop_(stop), start_(Clock::now()) {}
+  Loop(const TierSpec& spec, Van* van, std::string endpoint, const std::atomic<bool>* stop,
+       std::atomic<uint64_t>* rejected)
+      : spec_(spec), van_(van), endpoint_(std::move(endpoint)), stop_(stop), rejected_(rejected),
+        start_(Clock::now()) {}
 
   Status Serve() {
     while (true) {
@@ -113,13 +116,14 @@ class Scheduler::Loop {
 
   void Handle(Message&& msg) {
     const Meta& meta = msg.meta;
-    if (meta.command == Command::kRegister) return HandleRegister(meta);
+    if (meta.command == Command::kRegister) return HandleRegister(msg);
     auto it = members_.find(meta.sender);
     if (it == members_.end()) {
       GEOMX_LOG(kWarning) << Prefix() << ": scheduler dropped " << CommandName(meta.command)
                           << " from unknown node " << meta.sender;
       return;
     }
+    if (!FromNamedNode(msg, it->second.info.name)) return;
     Member& m = it->second;
     m.last_seen = Clock::now();
     switch (meta.command) {
@@ -134,10 +138,21 @@ class Scheduler::Loop {
     }
   }
 
+  // With an authenticating Van: whether `msg` was sent with the key of the node called `name`; logs and counts
+  // it if not.
+  bool FromNamedNode(const Message& msg, const std::string& name) {
+    if (!van_->authenticates() || msg.peer == MemberOf(name)) return true;
+    ++*rejected_;
+    GEOMX_LOG(kWarning) << Prefix() << ": scheduler dropped " << CommandName(msg.meta.command) << " in the name of "
+                        << (name.empty() ? std::string("a node without a name") : name)
+                        << " but sent with the key of " << (msg.peer.empty() ? std::string("nobody") : msg.peer);
+    return false;
+  }
+
   void Refuse(const NodeInfo& node, const Status& why) {
     GEOMX_LOG(kWarning) << why.message();
     const int id = next_refused_id_++;
-    Status c = van_->Connect(id, node.endpoint, LinkClass::kLan);
+    Status c = van_->Connect(id, node.endpoint, LinkClass::kLan, node.name);
     if (!c.ok()) {
       GEOMX_LOG(kWarning) << Prefix() << ": cannot reach refused node at " << node.endpoint << ": " << c.ToString();
       return;
@@ -145,8 +160,8 @@ class Scheduler::Loop {
     SendTo(id, Command::kError, false, -1, "", why);
   }
 
-  void HandleRegister(const Meta& meta) {
-    Result<RegisterRequest> req = DecodeRegisterRequest(meta.body);
+  void HandleRegister(const Message& msg) {
+    Result<RegisterRequest> req = DecodeRegisterRequest(msg.meta.body);
     if (!req.ok()) {
       GEOMX_LOG(kWarning) << Prefix() << ": scheduler dropped a registration: " << req.status().ToString();
       return;
@@ -156,6 +171,7 @@ class Scheduler::Loop {
       GEOMX_LOG(kWarning) << Prefix() << ": scheduler dropped a registration without an endpoint";
       return;
     }
+    if (!FromNamedNode(msg, node.name)) return;  // an impostor gets no answer
     const std::string who = (node.name.empty() ? std::string(NodeRoleName(node.role)) : node.name) + " (" +
                             node.endpoint + ")";
     // A retry from a node we already know: answer again, change nothing.
@@ -232,7 +248,7 @@ class Scheduler::Loop {
   bool Admit(NodeInfo node) {
     node.id = TierNodeId(node.role, node.rank, spec_.num_servers);
     const bool wan = !spec_.scheduler_party.empty() && node.party != spec_.scheduler_party;
-    Status c = van_->Connect(node.id, node.endpoint, wan ? LinkClass::kWan : LinkClass::kLan);
+    Status c = van_->Connect(node.id, node.endpoint, wan ? LinkClass::kWan : LinkClass::kLan, node.name);
     if (!c.ok()) {
       GEOMX_LOG(kWarning) << Prefix() << ": cannot connect to " << node.name << " at " << node.endpoint << ": "
                           << c.ToString();
@@ -275,7 +291,7 @@ class Scheduler::Loop {
     self.id = kSchedulerId;
     self.role = NodeRole::kScheduler;
     self.rank = 0;
-    self.name = spec_.name + "/scheduler";
+    self.name = SchedulerName(spec_);
     self.party = spec_.scheduler_party;
     self.endpoint = endpoint_;
     table_.push_back(self);
@@ -395,6 +411,7 @@ class Scheduler::Loop {
   Van* const van_;
   const std::string endpoint_;
   const std::atomic<bool>* stop_;
+  std::atomic<uint64_t>* rejected_;  // Scheduler::rejected_
   const Clock::time_point start_;
   std::map<int, Member> members_;   // nodes with a rank (and so an id)
   std::vector<NodeInfo> anonymous_; // nodes that asked for any rank, until the tier is complete
@@ -415,7 +432,7 @@ Scheduler::~Scheduler() {
 
 Status Scheduler::Run(const std::string& bind_address) {
   GEOMX_ASSIGN_OR_RETURN(std::string endpoint, van_->Bind(bind_address));
-  Loop loop(spec_, van_, endpoint, &stop_);
+  Loop loop(spec_, van_, endpoint, &stop_, &rejected_);
   return loop.Serve();
 }
 
@@ -423,7 +440,7 @@ Result<std::string> Scheduler::Start(const std::string& bind_address) {
   if (thread_.joinable()) return Status::FailedPrecondition("tier " + spec_.name + ": scheduler already started");
   GEOMX_ASSIGN_OR_RETURN(std::string endpoint, van_->Bind(bind_address));
   thread_ = std::thread([this, endpoint] {
-    Loop loop(spec_, van_, endpoint, &stop_);
+    Loop loop(spec_, van_, endpoint, &stop_, &rejected_);
     thread_status_ = loop.Serve();
   });
   return endpoint;

@@ -26,12 +26,17 @@
 //     With a status code != 0 the node leaves early (Postoffice::Leave, body = why): the tier fails at once,
 //     every member (the leaving one too) gets a kError naming it and why, and Run returns kUnavailable.
 // Malformed messages and messages from unknown senders are logged and dropped.
+// With an authenticating Van (ZmqVan with CURVE, Van::authenticates) a node is the key it holds: a kRegister whose
+// node name's member (MemberOf) is not the sender's authenticated member (Message::peer) is refused without an
+// answer, and any other message is taken only from the member of the node its meta.sender names; both are logged
+// and counted (rejected_messages).
 //
 // Ownership: borrows the Van (must outlive the scheduler). Threads: Run/Wait block the caller; Start runs the
 // same loop on an owned thread (joined by Wait or the destructor). Not thread-safe otherwise (one owner).
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -57,6 +62,8 @@ class Scheduler {
   void Stop() { stop_ = true; }
 
   const TierSpec& spec() const { return spec_; }
+  // Messages dropped because their authenticated sender was not the node they named. Thread-safe.
+  uint64_t rejected_messages() const { return rejected_; }
 
  private:
   class Loop;
@@ -64,6 +71,7 @@ class Scheduler {
   const TierSpec spec_;
   Van* const van_;
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> rejected_{0};
   std::thread thread_;
   Status thread_status_;  // written by the thread, read after join
 };

@@ -49,8 +49,8 @@ const LinkOptions& ShapedVan::LinkFor(LinkClass link) const {
 
 Result<std::string> ShapedVan::Bind(const std::string& address) { return inner_->Bind(address); }
 
-Status ShapedVan::Connect(int node_id, const std::string& endpoint, LinkClass link) {
-  GEOMX_RETURN_IF_ERROR(inner_->Connect(node_id, endpoint, link));
+Status ShapedVan::Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) {
+  GEOMX_RETURN_IF_ERROR(inner_->Connect(node_id, endpoint, link, peer_name));
   std::lock_guard<std::mutex> lock(mu_);
   peers_[node_id].link = link;
   return Status::Ok();

@@ -76,14 +76,16 @@ class ShapedVan : public Van {
   ShapedVan& operator=(const ShapedVan&) = delete;
 
   Result<std::string> Bind(const std::string& address) override;
-  // Remembers `link` for shaping and for classifying messages received from `node_id`.
-  Status Connect(int node_id, const std::string& endpoint, LinkClass link) override;
+  // Remembers `link` for shaping and for classifying messages received from `node_id`; `peer_name` goes to the
+  // inner Van.
+  Status Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) override;
   // Unshaped links: the inner Van's result. Shaped links: queues the message and returns its wire size at once;
   // kNotFound for a node never connected, kCancelled after Stop().
   Result<size_t> Send(int node_id, const Message& msg) override;
   Status Recv(Message* msg, int timeout_ms) override;
   // Stops the sender thread (dropping messages not yet due), then the inner Van. Idempotent.
   void Stop() override;
+  bool authenticates() const override { return inner_->authenticates(); }
 
   // The shaper's accounting for `node_id` (zeros for a peer never sent to).
   PeerAccounting Accounting(int node_id) const;

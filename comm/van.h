@@ -22,8 +22,10 @@ class Van {
   // peers can connect to ("tcp://127.0.0.1:41234", "inproc://dc-a/worker0").
   virtual Result<std::string> Bind(const std::string& address) = 0;
   // Opens (or re-opens with a new endpoint) the channel to `node_id`. `link` says whether the pair crosses data
-  // centres (used by shaping and traffic accounting).
-  virtual Status Connect(int node_id, const std::string& endpoint, LinkClass link) = 0;
+  // centres (used by shaping and traffic accounting). `peer_name` is the peer's node name ("dc-a/worker1",
+  // "dc-a/server0@global"): an authenticating Van talks only to the holder of that member's key (comm/curve.h);
+  // the others ignore it.
+  virtual Status Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) = 0;
   // Sends `msg` to `node_id` (connected before). Returns the bytes put on the wire (header + data).
   virtual Result<size_t> Send(int node_id, const Message& msg) = 0;
   // Waits up to `timeout_ms` (-1: forever) for the next message. kDeadlineExceeded on timeout; kDataLoss for a
@@ -31,6 +33,9 @@ class Van {
   virtual Status Recv(Message* msg, int timeout_ms) = 0;
   // Unblocks Recv and closes the sockets. Idempotent.
   virtual void Stop() = 0;
+  // True when Recv fills Message::peer with the sender's authenticated member name (ZmqVan with CURVE): the
+  // Postoffice and the Scheduler then drop every message whose claimed sender is not that member.
+  virtual bool authenticates() const { return false; }
 };
 
 }  // namespace geomx::comm

@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -14,11 +16,21 @@
 
 #include "comm/codec.h"
 #include "engine/base/check.h"
+#include "engine/base/logging.h"
 
 namespace geomx::comm {
 namespace {
 
 std::string ZmqError(int err) { return zmq_strerror(err); }
+
+// ZAP (RFC 27): libzmq asks the handler bound here about every handshake of a socket with a ZAP domain.
+constexpr char kZapEndpoint[] = "inproc://zeromq.zap.01";
+constexpr char kZapDomain[] = "geomx";
+constexpr int kZapPollMs = 50;   // how often the ZAP handler notices it must stop
+constexpr size_t kZapMaxFrames = 16;  // a CURVE request has 7 frames
+// CURVE sends each frame as a MESSAGE command: 16 bytes of command name and nonce, the 16-byte Poly1305 tag and
+// one flags byte before the encrypted frame. ZMQ_MAXMSGSIZE sees that command.
+constexpr size_t kCurveFrameOverhead = 33;
 
 // A received frame kept alive by the Bytes that wrap its data (received frames are never copied).
 struct OwnedZmqMsg {
@@ -57,7 +69,9 @@ void CloseSocket(void* socket) {
 }
 
 // Receives and discards the remaining frames of a multipart message, so the next Recv starts at a frame 0.
-void DrainRest(void* socket, bool more) {
+// Returns how many frames it discarded.
+size_t DrainRest(void* socket, bool more) {
+  size_t n = 0;
   while (more) {
     zmq_msg_t zm;
     zmq_msg_init(&zm);
@@ -65,16 +79,143 @@ void DrainRest(void* socket, bool more) {
     while ((rc = zmq_msg_recv(&zm, socket, 0)) < 0 && zmq_errno() == EINTR) {
     }
     more = rc >= 0 && zmq_msg_more(&zm);
+    n += rc >= 0 ? 1 : 0;
     zmq_msg_close(&zm);
   }
+  return n;
+}
+
+bool SetKey(void* socket, int option, const std::string& z85) {
+  return zmq_setsockopt(socket, option, z85.data(), z85.size()) == 0;
 }
 
 }  // namespace
+
+// Answers the ZAP requests of one context on its own thread. Owns the REP socket (closed by the thread on exit).
+class ZmqContext::ZapHandler {
+ public:
+  ZapHandler(void* socket, std::map<std::string, std::string> admitted)
+      : socket_(socket), admitted_(std::move(admitted)) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~ZapHandler() {
+    stop_ = true;
+    thread_.join();
+  }
+  ZapHandler(const ZapHandler&) = delete;
+  ZapHandler& operator=(const ZapHandler&) = delete;
+
+  void SetAdmitted(std::map<std::string, std::string> admitted) {
+    std::lock_guard<std::mutex> lock(mu_);
+    admitted_ = std::move(admitted);
+  }
+  uint64_t refused() const { return refused_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void Loop() {
+    while (!stop_) {
+      zmq_pollitem_t item = {socket_, 0, ZMQ_POLLIN, 0};
+      const int rc = zmq_poll(&item, 1, kZapPollMs);
+      if (rc < 0) {
+        if (zmq_errno() == EINTR) continue;
+        GEOMX_LOG(kError) << "CurveZMQ: the ZAP handler stops: " << ZmqError(zmq_errno());
+        break;
+      }
+      if ((item.revents & ZMQ_POLLIN) != 0) Answer();
+    }
+    zmq_close(socket_);
+  }
+
+  // Reads one request (frames: version, request id, domain, address, routing id, mechanism, credentials...) and
+  // sends the reply (version, request id, status code, status text, user id, metadata).
+  void Answer() {
+    std::vector<std::string> frames;
+    bool more = true;
+    while (more) {
+      zmq_msg_t m;
+      zmq_msg_init(&m);
+      int rc;
+      while ((rc = zmq_msg_recv(&m, socket_, ZMQ_DONTWAIT)) < 0 && zmq_errno() == EINTR) {
+      }
+      if (rc < 0) {
+        zmq_msg_close(&m);
+        if (frames.empty()) return;  // nothing there after all: a REP socket may not reply
+        break;
+      }
+      more = zmq_msg_more(&m);
+      if (frames.size() < kZapMaxFrames) {
+        frames.emplace_back(static_cast<const char*>(zmq_msg_data(&m)), zmq_msg_size(&m));
+      }
+      zmq_msg_close(&m);
+    }
+    const std::string request_id = frames.size() > 1 ? frames[1] : std::string();
+    const std::string address = frames.size() > 3 ? frames[3] : std::string("an unknown address");
+    std::string user;
+    std::string refusal;
+    if (frames.size() < 6 || frames[0] != "1.0") {
+      refusal = "malformed ZAP request";
+    } else if (frames[2] != kZapDomain) {
+      refusal = "unknown ZAP domain '" + frames[2] + "'";
+    } else if (frames[5] != "CURVE") {
+      refusal = "mechanism " + frames[5] + " is not allowed (CURVE only)";
+    } else if (frames.size() != 7 || frames[6].size() != 32) {
+      refusal = "malformed CURVE credentials";
+    } else {
+      char z85[kCurveKeyChars + 1];
+      zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(frames[6].data()), 32);
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = admitted_.find(z85);
+      if (it != admitted_.end()) {
+        user = it->second;
+      } else {
+        refusal = "public key ";
+        refusal.append(z85).append(" is not in the job's key directory");
+      }
+    }
+    if (!refusal.empty()) NoteRefusal(address, refusal);
+    const std::string reply[] = {"1.0", request_id, refusal.empty() ? "200" : "400",
+                                 refusal.empty() ? "OK" : refusal, user, ""};
+    for (size_t i = 0; i < 6; ++i) {
+      if (zmq_send(socket_, reply[i].data(), reply[i].size(), i + 1 < 6 ? ZMQ_SNDMORE : 0) < 0) {
+        GEOMX_LOG(kWarning) << "CurveZMQ: the ZAP handler could not answer: " << ZmqError(zmq_errno());
+        return;
+      }
+    }
+  }
+
+  // Counts a refusal and logs it; a client that keeps retrying (ZeroMQ reconnects every 100 ms) is logged at most
+  // once a second, with the number of refusals not logged in between.
+  void NoteRefusal(const std::string& address, const std::string& why) {
+    const uint64_t n = ++refused_;
+    const Clock::time_point now = Clock::now();
+    if (n > 1 && now - last_log_ < std::chrono::seconds(1)) {
+      ++unlogged_;
+      return;
+    }
+    std::string also;
+    if (unlogged_ > 0) also = " (" + std::to_string(unlogged_) + " more refused since the last warning)";
+    GEOMX_LOG(kWarning) << "CurveZMQ: refused a connection from " << address << ": " << why << also;
+    last_log_ = now;
+    unlogged_ = 0;
+  }
+
+  void* const socket_;  // REP, bound to kZapEndpoint; used by the thread only
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::map<std::string, std::string> admitted_;  // GUARDED_BY(mu_): Z85 public key -> member name
+  std::atomic<uint64_t> refused_{0};
+  Clock::time_point last_log_;  // thread only
+  uint64_t unlogged_ = 0;       // thread only
+  std::thread thread_;
+};
 
 struct ZmqVan::Peer {
   std::mutex mu;            // serialises whole multipart messages on `socket`
   void* socket = nullptr;   // PUSH; guarded by mu; null after Stop()
   std::string endpoint;     // guarded by mu
+  std::string server_key;   // guarded by mu: the peer's public key (Z85) with curve, else empty
 };
 
 ZmqContext::ZmqContext(int io_threads) : ctx_(zmq_ctx_new()) {
@@ -83,9 +224,48 @@ ZmqContext::ZmqContext(int io_threads) : ctx_(zmq_ctx_new()) {
 }
 
 ZmqContext::~ZmqContext() {
+  {
+    // The handler's socket must be closed before zmq_ctx_term, which waits for every socket of the context.
+    std::lock_guard<std::mutex> lock(zap_mu_);
+    zap_.reset();
+  }
   // Blocks until every socket is closed; ZmqVan sockets use ZMQ_LINGER 0, so that is immediate once they are.
   while (zmq_ctx_term(ctx_) != 0 && zmq_errno() == EINTR) {
   }
+}
+
+Status ZmqContext::EnableCurve(std::map<std::string, std::string> admitted) {
+  if (!CurveAvailable()) {
+    return Status::FailedPrecondition("this libzmq was built without CURVE security (zmq_has(\"curve\") is "
+                                      "false): install a libzmq built with libsodium");
+  }
+  std::lock_guard<std::mutex> lock(zap_mu_);
+  if (zap_) {
+    zap_->SetAdmitted(std::move(admitted));
+    return Status::Ok();
+  }
+  void* s = zmq_socket(ctx_, ZMQ_REP);
+  if (s == nullptr) return Status::Internal("ZmqContext::EnableCurve: zmq_socket: " + ZmqError(zmq_errno()));
+  const int linger = 0;
+  if (zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger)) != 0 || zmq_bind(s, kZapEndpoint) != 0) {
+    const int err = zmq_errno();
+    zmq_close(s);
+    std::string message = "ZmqContext::EnableCurve: cannot bind the ZAP handler to ";
+    message.append(kZapEndpoint).append(": ").append(ZmqError(err));
+    return Status::Internal(message);
+  }
+  zap_ = std::make_unique<ZapHandler>(s, std::move(admitted));
+  return Status::Ok();
+}
+
+bool ZmqContext::curve_enabled() const {
+  std::lock_guard<std::mutex> lock(zap_mu_);
+  return zap_ != nullptr;
+}
+
+uint64_t ZmqContext::refused_handshakes() const {
+  std::lock_guard<std::mutex> lock(zap_mu_);
+  return zap_ ? zap_->refused() : 0;
 }
 
 ZmqVan::ZmqVan(ZmqContext* context, ZmqVanOptions options) : context_(context), options_(options) {
@@ -99,7 +279,7 @@ ZmqVan::~ZmqVan() {
   close(wake_pipe_[1]);
 }
 
-void* ZmqVan::NewSocket(int type, std::string* error) {
+void* ZmqVan::NewSocket(int type, const std::string& server_key, std::string* error) {
   void* s = zmq_socket(context_->raw(), type);
   if (s == nullptr) {
     *error = "zmq_socket: " + ZmqError(zmq_errno());
@@ -108,7 +288,33 @@ void* ZmqVan::NewSocket(int type, std::string* error) {
   const int hwm = type == ZMQ_PULL ? options_.recv_hwm : options_.send_hwm;
   const int hwm_option = type == ZMQ_PULL ? ZMQ_RCVHWM : ZMQ_SNDHWM;
   if (zmq_setsockopt(s, ZMQ_LINGER, &options_.linger_ms, sizeof(int)) != 0 ||
-      zmq_setsockopt(s, hwm_option, &hwm, sizeof(int)) != 0) {
+      zmq_setsockopt(s, hwm_option, &hwm, sizeof(int)) != 0 ||
+      (type == ZMQ_PUSH && zmq_setsockopt(s, ZMQ_SNDTIMEO, &options_.send_timeout_ms, sizeof(int)) != 0)) {
+    *error = "zmq_setsockopt: " + ZmqError(zmq_errno());
+    zmq_close(s);
+    return nullptr;
+  }
+  bool ok = true;
+  if (type == ZMQ_PULL) {
+    const size_t overhead = options_.curve ? kCurveFrameOverhead : 0;
+    const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max()) - kCurveFrameOverhead;
+    const int64_t limit =
+        options_.max_frame_bytes > max ? -1 : static_cast<int64_t>(options_.max_frame_bytes + overhead);
+    ok = zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &limit, sizeof(limit)) == 0;
+  }
+  if (ok && options_.curve) {
+    const CurveIdentity& me = *options_.curve;
+    if (type == ZMQ_PULL) {
+      const int server = 1;
+      ok = zmq_setsockopt(s, ZMQ_CURVE_SERVER, &server, sizeof(server)) == 0 &&
+           SetKey(s, ZMQ_CURVE_SECRETKEY, me.secret_key) &&
+           zmq_setsockopt(s, ZMQ_ZAP_DOMAIN, kZapDomain, std::strlen(kZapDomain)) == 0;
+    } else {
+      ok = SetKey(s, ZMQ_CURVE_SERVERKEY, server_key) && SetKey(s, ZMQ_CURVE_PUBLICKEY, me.public_key) &&
+           SetKey(s, ZMQ_CURVE_SECRETKEY, me.secret_key);
+    }
+  }
+  if (!ok) {
     *error = "zmq_setsockopt: " + ZmqError(zmq_errno());
     zmq_close(s);
     return nullptr;
@@ -122,8 +328,18 @@ Result<std::string> ZmqVan::Bind(const std::string& address) {
   if (receiver_ != nullptr) {
     return Status::FailedPrecondition("ZmqVan::Bind(" + address + "): already bound to " + bound_endpoint_);
   }
+  if (options_.curve) {
+    if (address.rfind("inproc://", 0) == 0) {
+      return Status::InvalidArgument("ZmqVan::Bind(" + address + "): CURVE security needs tcp:// or ipc:// " +
+                                     "(inproc:// bypasses it)");
+    }
+    if (!context_->curve_enabled()) {
+      return Status::FailedPrecondition("ZmqVan::Bind(" + address + "): CURVE security needs the context's ZAP " +
+                                        "handler (ZmqContext::EnableCurve), else every client would get in");
+    }
+  }
   std::string error;
-  void* s = NewSocket(ZMQ_PULL, &error);
+  void* s = NewSocket(ZMQ_PULL, "", &error);
   if (s == nullptr) return Status::Internal("ZmqVan::Bind(" + address + "): " + error);
   if (zmq_bind(s, address.c_str()) != 0) {
     const int err = zmq_errno();
@@ -142,9 +358,25 @@ Result<std::string> ZmqVan::Bind(const std::string& address) {
   return bound_endpoint_;
 }
 
-Status ZmqVan::Connect(int node_id, const std::string& endpoint, LinkClass /*link*/) {
+Status ZmqVan::Connect(int node_id, const std::string& endpoint, LinkClass /*link*/, const std::string& peer_name) {
+  if (!options_.curve) return OpenPeer(node_id, endpoint, "");
+  const std::string member = MemberOf(peer_name);
+  const std::map<std::string, std::string>* keys = options_.peer_keys.get();
+  auto it = keys != nullptr ? keys->find(member) : std::map<std::string, std::string>::const_iterator();
+  if (keys == nullptr || it == keys->end()) {
+    const std::string& dir = options_.curve->key_dir;
+    std::string message = "ZmqVan::Connect(node " + std::to_string(node_id) + ", " + endpoint + "): no public key ";
+    message.append("for member '").append(member).append("' (node ").append(peer_name).append(") in the key ");
+    message.append("directory ").append(dir).append(" (expected ").append(CurvePublicKeyPath(dir, member));
+    message.append(")");
+    return Status::FailedPrecondition(message);
+  }
+  return OpenPeer(node_id, endpoint, it->second);
+}
+
+Status ZmqVan::OpenPeer(int node_id, const std::string& endpoint, const std::string& server_key) {
   std::string error;
-  void* s = NewSocket(ZMQ_PUSH, &error);
+  void* s = NewSocket(ZMQ_PUSH, server_key, &error);
   if (s == nullptr) return Status::Internal("ZmqVan::Connect(node " + std::to_string(node_id) + "): " + error);
   if (zmq_connect(s, endpoint.c_str()) != 0) {
     const int err = zmq_errno();
@@ -166,6 +398,7 @@ Status ZmqVan::Connect(int node_id, const std::string& endpoint, LinkClass /*lin
     old = peer->socket;
     peer->socket = s;
     peer->endpoint = endpoint;
+    peer->server_key = server_key;
   }
   CloseSocket(old);
   return Status::Ok();
@@ -205,13 +438,18 @@ Result<size_t> ZmqVan::Send(int node_id, const Message& msg) {
         // frames. Only closing the socket discards them; reopen it so later Sends still work.
         std::string error;
         CloseSocket(peer->socket);
-        peer->socket = NewSocket(ZMQ_PUSH, &error);
+        peer->socket = NewSocket(ZMQ_PUSH, peer->server_key, &error);
         if (peer->socket != nullptr && zmq_connect(peer->socket, peer->endpoint.c_str()) != 0) {
           CloseSocket(peer->socket);
           peer->socket = nullptr;
         }
       }
       if (err == ETERM) return Status::Cancelled("ZmqVan::Send: context terminated");
+      if (err == EAGAIN) {
+        return Status::Unavailable("ZmqVan::Send to node " + std::to_string(node_id) + " (" + peer->endpoint +
+                                   "): nobody received for " + std::to_string(options_.send_timeout_ms) +
+                                   " ms (its receiving socket is gone)");
+      }
       return Status::Internal("ZmqVan::Send to node " + std::to_string(node_id) + ": frame " + std::to_string(i) +
                               " of " + std::to_string(num_frames) + ": " + ZmqError(err));
     }
@@ -236,14 +474,32 @@ Status ZmqVan::ReceiveFrames(Message* msg) {
     return Status::Internal("ZmqVan::Recv: " + ZmqError(err));
   }
   bool more = zmq_msg_more(&head);
+  std::string peer;
+  if (options_.curve) {
+    // The member name the ZAP handler gave the sender's key (every frame of an authenticated link carries it).
+    const char* user = zmq_msg_gets(&head, "User-Id");
+    if (user == nullptr || *user == '\0') {
+      zmq_msg_close(&head);
+      DrainRest(receiver_, more);
+      return Status::DataLoss("ZmqVan::Recv: dropped a message without an authenticated sender");
+    }
+    peer = user;
+  }
   Status decoded = DecodeMeta(static_cast<const uint8_t*>(zmq_msg_data(&head)), zmq_msg_size(&head), &msg->meta);
   zmq_msg_close(&head);
   if (!decoded.ok()) {
     DrainRest(receiver_, more);
     return decoded.WithContext("ZmqVan::Recv: dropped a malformed message");
   }
+  msg->peer = std::move(peer);
   msg->data.clear();
   while (more) {
+    if (msg->data.size() >= options_.max_frames) {
+      const size_t n = msg->data.size() + DrainRest(receiver_, more);
+      msg->data.clear();
+      return Status::DataLoss("ZmqVan::Recv: dropped a message of " + std::to_string(n) + " data frames (at most " +
+                              std::to_string(options_.max_frames) + " allowed)");
+    }
     auto frame = std::make_shared<OwnedZmqMsg>();
     while ((rc = zmq_msg_recv(&frame->msg, receiver_, 0)) < 0 && zmq_errno() == EINTR) {
     }

@@ -7,14 +7,29 @@
 // High-water marks are unlimited, so nothing is dropped silently; ZMQ_LINGER is 0, so Stop() and destruction
 // never wait for unsent messages (a node that must not lose its last message waits for a reply first).
 // ZmqVan does not count traffic: wrap it in a ShapedVan for that.
+//
+// Security (ZmqVanOptions::curve set): every link is encrypted and authenticated with CurveZMQ. The receiving
+// socket is a CURVE server whose handshakes the context's ZAP handler judges (ZmqContext::EnableCurve: only the
+// public keys of the job's key directory get in); every sending socket is a CURVE client that knows the public key
+// of the member it talks to (Connect's peer_name), so it talks to nobody else. Recv fills Message::peer with the member
+// name the ZAP handler gave the sender's key. Without curve, links are plain text and Message::peer is empty.
+//
+// Limits against a hostile or broken peer: a frame longer than max_frame_bytes is refused by libzmq while it reads
+// the frame's size (before allocating it): the connection is dropped, the unfinished message discarded, the peer
+// reconnects and its later messages arrive. A message with more than max_frames data frames is dropped by Recv
+// (kDataLoss), and the next message is received normally.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "comm/curve.h"
 #include "comm/van.h"
 
 namespace geomx::comm {
@@ -23,6 +38,25 @@ struct ZmqVanOptions {
   int send_hwm = 0;   // ZMQ_SNDHWM per peer socket, in messages; 0 = unlimited (no silent drops)
   int recv_hwm = 0;   // ZMQ_RCVHWM of the receiving socket; 0 = unlimited
   int linger_ms = 0;  // ZMQ_LINGER on close: how long unsent messages may delay Stop(); 0 = drop them
+  // ZMQ_SNDTIMEO of every peer socket: a Send that cannot queue its message this long fails with kUnavailable
+  // instead of blocking forever. With unlimited high-water marks a tcp:// send only queues, but an inproc://
+  // PUSH whose receiving socket has closed blocks (a node outliving its scheduler: its heartbeat, then its
+  // destructor, hung). -1 = block forever.
+  int send_timeout_ms = 10000;
+  // Largest frame (header or data frame) the receiving socket accepts, in bytes. ZMQ_MAXMSGSIZE, which libzmq 4.3
+  // checks per frame (each ZMTP frame is a "message" to its decoder) against the size field, before allocating:
+  // a larger frame drops the connection (see above). With CURVE the limit is applied to the encrypted frame,
+  // which is 33 bytes longer; ZmqVan adds those, so max_frame_bytes is always the plain frame's size.
+  size_t max_frame_bytes = size_t{1} << 30;
+  // Most data frames per message; Recv drops a message with more (kDataLoss naming the count) without keeping
+  // the extra frames.
+  size_t max_frames = size_t{1} << 20;
+  // This node's key pair: when set, every link is CurveZMQ (see above). Bind needs the context's ZAP handler
+  // (ZmqContext::EnableCurve) and a tcp:// or ipc:// address (inproc:// bypasses ZeroMQ's security).
+  std::optional<CurveIdentity> curve;
+  // With curve: the public key (Z85) of every member this van may send to, by member name (LoadPublicKeys).
+  // Shared, read-only.
+  std::shared_ptr<const std::map<std::string, std::string>> peer_keys;
 };
 
 // Owns one ZeroMQ context (its I/O threads). Create one per process, or one per test, and pass it to every
@@ -38,8 +72,23 @@ class ZmqContext {
   // The raw `void*` zmq context, for comm/*.cc only (zmq.h stays out of headers).
   void* raw() const { return ctx_; }
 
+  // Starts the context's ZAP handler (ZeroMQ's authentication hook, RFC 27): a thread that judges the handshake
+  // of every CURVE server socket of this context (the receiving sockets of ZmqVans with curve). It admits only
+  // the CURVE mechanism with a client public key listed in `admitted` (Z85 public key -> member name) and names
+  // the client by that member, which Recv reports as Message::peer; everything else is refused, counted and
+  // logged. Call before the first curve van binds; calling again replaces `admitted`. kFailedPrecondition when
+  // libzmq lacks CURVE, kInternal when the handler's socket cannot be bound.
+  Status EnableCurve(std::map<std::string, std::string> admitted);
+  // Whether EnableCurve succeeded: a curve van refuses to bind without it (libzmq would admit everybody).
+  bool curve_enabled() const;
+  // Handshakes the ZAP handler refused so far.
+  uint64_t refused_handshakes() const;
+
  private:
+  class ZapHandler;
   void* ctx_;
+  mutable std::mutex zap_mu_;
+  std::unique_ptr<ZapHandler> zap_;  // GUARDED_BY(zap_mu_); stopped before the context terminates
 };
 
 // Thread-safety: Bind once, before the first Recv. Connect and Send may be called from any thread, concurrently
@@ -58,15 +107,23 @@ class ZmqVan : public Van {
   Result<std::string> Bind(const std::string& address) override;
   // Opens a PUSH socket to `endpoint` (ZeroMQ connects in the background and queues until it can deliver).
   // Connecting a node id again replaces its socket (messages still queued on the old one are dropped).
-  Status Connect(int node_id, const std::string& endpoint, LinkClass link) override;
+  // `peer_name`: the peer's node name (a member name, or "member@..."). With curve the socket only talks to the
+  // holder of that member's key: kFailedPrecondition naming the member and the key directory when peer_keys has
+  // no key for it. Without curve the name is not used.
+  Status Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) override;
   // kNotFound for a node id never connected; kCancelled after Stop(); kInternal if ZeroMQ fails mid-message.
   Result<size_t> Send(int node_id, const Message& msg) override;
   Status Recv(Message* msg, int timeout_ms) override;
   void Stop() override;
+  // With curve: Recv fills Message::peer.
+  bool authenticates() const override { return options_.curve.has_value(); }
 
  private:
   struct Peer;
-  void* NewSocket(int type, std::string* error);
+  // A socket with the van's options. For ZMQ_PUSH with curve, `server_key` is the peer's public key.
+  void* NewSocket(int type, const std::string& server_key, std::string* error);
+  // Opens (or replaces) the PUSH socket to `node_id`; `server_key` as for NewSocket.
+  Status OpenPeer(int node_id, const std::string& endpoint, const std::string& server_key);
   Status ReceiveFrames(Message* msg);
 
   ZmqContext* const context_;

@@ -20,6 +20,7 @@ comm::TierSpec GlobalTier(const comm::Topology& t, const RoleEnv& env) {
   for (const auto& dc : t.datacentres) s.num_workers += dc.servers;
   s.options = t.options;
   s.scheduler_party = kCentral;
+  s.scheduler_name = std::string(kCentral) + "/global-scheduler";
   return s;
 }
 
@@ -31,6 +32,7 @@ comm::TierSpec DataCentreTier(const comm::Topology& t, const comm::DataCentre& d
   s.num_workers = dc.workers;
   s.options = t.options;
   s.scheduler_party = dc.name;
+  s.scheduler_name = dc.name + "/scheduler";
   return s;
 }
 

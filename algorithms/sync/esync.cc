@@ -202,7 +202,7 @@ Result<std::unique_ptr<EsyncStateClient>> EsyncStateClient::Connect(const StateS
   if (!access.make_van) return Status::InvalidArgument("esync: the worker has no way to reach its state server");
   std::unique_ptr<comm::Van> van = access.make_van();
   GEOMX_ASSIGN_OR_RETURN(std::string endpoint, van->Bind(access.bind));
-  Status s = van->Connect(comm::kSchedulerId, access.endpoint, comm::LinkClass::kWan);
+  Status s = van->Connect(comm::kSchedulerId, access.endpoint, comm::LinkClass::kWan, "central/state-server");
   if (!s.ok()) return s.WithContext("esync: connecting to the state server");
   return std::unique_ptr<EsyncStateClient>(
       new EsyncStateClient(std::move(van), std::move(endpoint), rank, access.timeout_ms));
@@ -289,7 +289,8 @@ Status RunEsyncStateServer(const StateServerArgs& args, int max_local_steps) {
     }
     const int r = static_cast<int>(*rank);
     if (connected[r] != f["endpoint"]) {
-      GEOMX_RETURN_IF_ERROR(van->Connect(r + 1, f["endpoint"], comm::LinkClass::kWan));
+      // The worker's authenticated member name when the van authenticates (the key its request came with).
+      GEOMX_RETURN_IF_ERROR(van->Connect(r + 1, f["endpoint"], comm::LinkClass::kWan, req.peer));
       connected[r] = f["endpoint"];
     }
     if (f["op"] == "finish") {

@@ -31,8 +31,9 @@ class CrashingVan : public comm::Van {
       : inner_(std::move(inner)), victim_(victim), crash_after_(crash_after), dead_(dead), dead_at_ms_(dead_at_ms) {}
 
   Result<std::string> Bind(const std::string& address) override { return inner_->Bind(address); }
-  Status Connect(int node_id, const std::string& endpoint, comm::LinkClass link) override {
-    return inner_->Connect(node_id, endpoint, link);
+  Status Connect(int node_id, const std::string& endpoint, comm::LinkClass link,
+                 const std::string& peer_name) override {
+    return inner_->Connect(node_id, endpoint, link, peer_name);
   }
   Result<size_t> Send(int node_id, const comm::Message& msg) override {
     if (victim_ && ++sends_ == crash_after_) Kill();
@@ -135,7 +136,8 @@ TEST_P(ClusterFailureTest, EveryWorkerNamesTheDeadNodeWithinTheHeartbeatTimeout)
     EXPECT_FALSE(res.status.ok()) << res.role << " completed although " << crash.victim << " died";
     EXPECT_NE(res.status.message().find(crash.victim), std::string::npos)
         << res.role << " does not name " << crash.victim << ": " << res.status.ToString();
-    EXPECT_NE(res.status.message().find("declared dead"), std::string::npos) << res.role << ": " << res.status.ToString();
+    EXPECT_NE(res.status.message().find("declared dead"), std::string::npos)
+        << res.role << ": " << res.status.ToString();
     // Generous against a loaded machine, yet far below the request timeout (600 s) and below any chain of
     // timeouts across the two tiers.
     EXPECT_LT(res.ended_ms - dead_at_ms.load(), 30000) << res.role << " took too long to hear of the failure";
@@ -163,8 +165,9 @@ class FailingVan : public comm::Van {
  public:
   FailingVan(std::unique_ptr<comm::Van> inner, int fail_after) : inner_(std::move(inner)), fail_after_(fail_after) {}
   Result<std::string> Bind(const std::string& address) override { return inner_->Bind(address); }
-  Status Connect(int node_id, const std::string& endpoint, comm::LinkClass link) override {
-    return inner_->Connect(node_id, endpoint, link);
+  Status Connect(int node_id, const std::string& endpoint, comm::LinkClass link,
+                 const std::string& peer_name) override {
+    return inner_->Connect(node_id, endpoint, link, peer_name);
   }
   Result<size_t> Send(int node_id, const comm::Message& msg) override {
     const bool data = msg.meta.command == comm::Command::kPush || msg.meta.command == comm::Command::kPull ||

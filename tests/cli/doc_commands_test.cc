@@ -80,8 +80,8 @@ std::vector<std::string> Words(const std::string& s) {
 
 TEST(DocCommandsTest, EveryCommandInTheReadmeAndTheDocsParses) {
   size_t checked = 0;
-  for (const char* doc : {"README.md", "docs/cli.md", "docs/deployment.md", "docs/algorithms.md",
-                          "docs/benchmarks.md", "docs/synchronization.md", "docs/accelerators.md", "recipes/README.md"}) {
+  for (const char* doc : {"README.md", "docs/cli.md", "docs/deployment.md", "docs/algorithms.md", "docs/benchmarks.md",
+                          "docs/synchronization.md", "docs/accelerators.md", "docs/security.md", "recipes/README.md"}) {
     const fs::path file = SourceDir() / doc;
     ASSERT_TRUE(fs::exists(file)) << file;
     for (const DocCommand& c : CommandsOf(file, doc)) {

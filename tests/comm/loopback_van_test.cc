@@ -20,7 +20,7 @@ TEST(LoopbackVanTest, DeliversInOrderAndCopiesMeta) {
   LoopbackVan a(&net), b(&net);
   ASSERT_TRUE(a.Bind("loop://a").ok());
   ASSERT_TRUE(b.Bind("loop://b").ok());
-  ASSERT_TRUE(a.Connect(2, "loop://b", LinkClass::kLan).ok());
+  ASSERT_TRUE(a.Connect(2, "loop://b", LinkClass::kLan, "").ok());
   Message m = Msg(1, "hello");
   m.data.push_back(Bytes::Copy("frame"));
   ASSERT_TRUE(a.Send(2, m).ok());
@@ -41,7 +41,7 @@ TEST(LoopbackVanTest, ConnectBeforeBindQueues) {
   LoopbackNetwork net;
   LoopbackVan a(&net), b(&net);
   ASSERT_TRUE(a.Bind("loop://a").ok());
-  ASSERT_TRUE(a.Connect(2, "loop://later", LinkClass::kWan).ok());
+  ASSERT_TRUE(a.Connect(2, "loop://later", LinkClass::kWan, "").ok());
   ASSERT_TRUE(a.Send(2, Msg(1)).ok());
   ASSERT_TRUE(b.Bind("loop://later").ok());
   Message got;
@@ -57,7 +57,7 @@ TEST(LoopbackVanTest, DropDelayDuplicateAndIsolation) {
   LoopbackVan a(&net), b(&net);
   ASSERT_TRUE(a.Bind("loop://a").ok());
   ASSERT_TRUE(b.Bind("loop://b").ok());
-  ASSERT_TRUE(a.Connect(2, "loop://b", LinkClass::kLan).ok());
+  ASSERT_TRUE(a.Connect(2, "loop://b", LinkClass::kLan, "").ok());
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(a.Send(2, Msg(i)).ok());
   int received = 0;
   Message got;

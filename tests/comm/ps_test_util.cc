@@ -80,7 +80,7 @@ void SendRawFramesForTesting(ZmqContext& ctx, const std::string& endpoint,
 
 void SendMessagesForTesting(Transport& t, const std::string& endpoint, const std::vector<Message>& messages) {
   std::unique_ptr<Van> van = t.NewVan();
-  GEOMX_CHECK_OK(van->Connect(999, endpoint, LinkClass::kLan));
+  GEOMX_CHECK_OK(van->Connect(999, endpoint, LinkClass::kLan, ""));
   for (const Message& m : messages) GEOMX_CHECK(van->Send(999, m).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
 }

@@ -47,7 +47,7 @@ class RecordingVan : public Van {
   explicit RecordingVan(const ShaperClock* clock) : clock_(clock) {}
 
   Result<std::string> Bind(const std::string& address) override { return address; }
-  Status Connect(int, const std::string&, LinkClass) override { return Status::Ok(); }
+  Status Connect(int, const std::string&, LinkClass, const std::string&) override { return Status::Ok(); }
   Result<size_t> Send(int node_id, const Message& msg) override {
     std::lock_guard<std::mutex> lock(mu_);
     sent_.push_back({node_id, msg, clock_->Now()});
@@ -126,7 +126,7 @@ class ShapedVanTest : public ::testing::Test {
 
 TEST_F(ShapedVanTest, OneMegabyteOverTenMegabitIsAccountedAsAtLeast0_8Seconds) {
   Make({.wan = {.bandwidth_bps = 10e6, .latency_s = 0}, .lan = {}});
-  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
   const Message m = MakeMessage(1, 1 << 20);
   Result<size_t> bytes = van_->Send(1, m);
   ASSERT_TRUE(bytes.ok());
@@ -153,7 +153,7 @@ TEST_F(ShapedVanTest, OneMegabyteOverTenMegabitIsAccountedAsAtLeast0_8Seconds) {
 
 TEST_F(ShapedVanTest, BackToBackMessagesShareThePeersBandwidth) {
   Make({.wan = {.bandwidth_bps = 1e6, .latency_s = 0}, .lan = {}});
-  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
   const Message m = MakeMessage(1, 125000);  // ~1 s each at 1 Mbit/s
   ASSERT_TRUE(van_->Send(1, m).ok());
   ASSERT_TRUE(van_->Send(1, m).ok());
@@ -171,8 +171,8 @@ TEST_F(ShapedVanTest, BackToBackMessagesShareThePeersBandwidth) {
 
 TEST_F(ShapedVanTest, EachPeerHasItsOwnLink) {
   Make({.wan = {.bandwidth_bps = 1e6, .latency_s = 0}, .lan = {}});
-  ASSERT_TRUE(van_->Connect(1, "a", LinkClass::kWan).ok());
-  ASSERT_TRUE(van_->Connect(2, "b", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Connect(1, "a", LinkClass::kWan, "").ok());
+  ASSERT_TRUE(van_->Connect(2, "b", LinkClass::kWan, "").ok());
   const Message m = MakeMessage(1, 125000);
   ASSERT_TRUE(van_->Send(1, m).ok());
   ASSERT_TRUE(van_->Send(2, m).ok());
@@ -181,7 +181,7 @@ TEST_F(ShapedVanTest, EachPeerHasItsOwnLink) {
 
 TEST_F(ShapedVanTest, LatencyIsAdded) {
   Make({.wan = {}, .lan = {.bandwidth_bps = 0, .latency_s = 0.05}});
-  ASSERT_TRUE(van_->Connect(3, "peer", LinkClass::kLan).ok());
+  ASSERT_TRUE(van_->Connect(3, "peer", LinkClass::kLan, "").ok());
   clock_.Set(1.0);
   ASSERT_TRUE(van_->Send(3, MakeMessage(1, 100)).ok());
   EXPECT_DOUBLE_EQ(van_->Accounting(3).last_due, 1.05);
@@ -195,8 +195,8 @@ TEST_F(ShapedVanTest, LatencyIsAdded) {
 
 TEST_F(ShapedVanTest, FifoPerPeerAndIndependentAcrossPeers) {
   Make({.wan = {.bandwidth_bps = 8e6, .latency_s = 0.1}, .lan = {.bandwidth_bps = 0, .latency_s = 0.01}});
-  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan).ok());
-  ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan).ok());
+  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan, "").ok());
+  ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan, "").ok());
   std::mt19937 rng(3);
   constexpr int kPerPeer = 50;
   for (int i = 0; i < kPerPeer; ++i) {
@@ -219,7 +219,7 @@ TEST_F(ShapedVanTest, FifoPerPeerAndIndependentAcrossPeers) {
 
 TEST_F(ShapedVanTest, UnshapedLinksPassThroughImmediately) {
   Make({});
-  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
   const Message m = MakeMessage(1, 1000);
   Result<size_t> bytes = van_->Send(1, m);
   ASSERT_TRUE(bytes.ok());
@@ -231,8 +231,8 @@ TEST_F(ShapedVanTest, UnshapedLinksPassThroughImmediately) {
 
 TEST_F(ShapedVanTest, CountsTrafficByLinkClassAndDirection) {
   Make({.wan = {.bandwidth_bps = 1e9, .latency_s = 0.001}, .lan = {}});
-  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan).ok());
-  ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan).ok());
+  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan, "").ok());
+  ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan, "").ok());
   const Message to_far = MakeMessage(1, 5000);
   const Message to_near = MakeMessage(2, 300);
   ASSERT_TRUE(van_->Send(1, to_far).ok());
@@ -261,7 +261,7 @@ TEST_F(ShapedVanTest, CountsTrafficByLinkClassAndDirection) {
 TEST_F(ShapedVanTest, ErrorsAndStop) {
   Make({.wan = {.bandwidth_bps = 1e3, .latency_s = 0}, .lan = {}});
   EXPECT_EQ(van_->Send(5, MakeMessage(1, 10)).status().code(), StatusCode::kNotFound);
-  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan).ok());
+  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan, "").ok());
   ASSERT_TRUE(van_->Send(1, MakeMessage(1, 100000)).ok());  // due in 800 s: still queued at Stop
   EXPECT_EQ(van_->queued(), 1u);
   std::thread receiver([&] {
@@ -286,7 +286,7 @@ TEST(ShapedVanZmqTest, LatencyOverInproc) {
   TrafficCounters counters;
   ShapedVan sender(std::make_unique<ZmqVan>(&context), {.wan = {}, .lan = {.bandwidth_bps = 0, .latency_s = 0.03}},
                    &counters);
-  ASSERT_TRUE(sender.Connect(1, *endpoint, LinkClass::kLan).ok());
+  ASSERT_TRUE(sender.Connect(1, *endpoint, LinkClass::kLan, "").ok());
   const auto start = std::chrono::steady_clock::now();
   const Message m = MakeMessage(9, 4096);
   ASSERT_TRUE(sender.Send(1, m).ok());

@@ -29,7 +29,7 @@ class ZmqVanTest : public ::testing::TestWithParam<std::string> {
     Result<std::string> bound = receiver_->Bind(address);
     ASSERT_TRUE(bound.ok()) << bound.status().ToString();
     endpoint_ = *bound;
-    ASSERT_TRUE(sender_->Connect(/*node_id=*/1, endpoint_, LinkClass::kLan).ok());
+    ASSERT_TRUE(sender_->Connect(/*node_id=*/1, endpoint_, LinkClass::kLan, "").ok());
   }
   void TearDown() override {
     sender_.reset();
@@ -256,7 +256,7 @@ TEST_P(ZmqVanTest, SendErrors) {
   EXPECT_EQ(sender_->Send(99, Message{}).status().code(), StatusCode::kNotFound);
   sender_->Stop();
   EXPECT_EQ(sender_->Send(1, Message{}).status().code(), StatusCode::kCancelled);
-  EXPECT_EQ(sender_->Connect(2, endpoint_, LinkClass::kWan).code(), StatusCode::kCancelled);
+  EXPECT_EQ(sender_->Connect(2, endpoint_, LinkClass::kWan, "").code(), StatusCode::kCancelled);
 }
 
 TEST_P(ZmqVanTest, ReconnectReplacesThePeerSocket) {
@@ -264,7 +264,7 @@ TEST_P(ZmqVanTest, ReconnectReplacesThePeerSocket) {
   const std::string address = GetParam() == "inproc" ? endpoint_ + "-other" : "tcp://127.0.0.1:0";
   Result<std::string> other_endpoint = other.Bind(address);
   ASSERT_TRUE(other_endpoint.ok());
-  ASSERT_TRUE(sender_->Connect(1, *other_endpoint, LinkClass::kWan).ok());
+  ASSERT_TRUE(sender_->Connect(1, *other_endpoint, LinkClass::kWan, "").ok());
   ASSERT_TRUE(sender_->Send(1, MakeMessage(5, {})).ok());
   Message got;
   ASSERT_TRUE(other.Recv(&got, 5000).ok());
@@ -278,10 +278,44 @@ TEST(ZmqVanStandaloneTest, BindErrorsAndRecvBeforeBind) {
   Message got;
   EXPECT_EQ(van.Recv(&got, 0).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(van.Bind("nonsense://x").status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(van.Connect(1, "nonsense://x", LinkClass::kLan).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(van.Connect(1, "nonsense://x", LinkClass::kLan, "").code(), StatusCode::kInvalidArgument);
   ZmqVan first(&context);
   ASSERT_TRUE(first.Bind("inproc://taken").ok());
   EXPECT_EQ(van.Bind("inproc://taken").status().code(), StatusCode::kUnavailable);
+}
+
+// Regression (found by `geomx bench soak`): over inproc://, a Send to a node whose receiving socket had closed
+// blocked forever in zmq_msg_send, so a node outliving its scheduler hung in its heartbeat thread and then in its
+// destructor. Now the send gives up after send_timeout_ms with kUnavailable.
+TEST(ZmqVanStandaloneTest, SendToAClosedInprocReceiverGivesUpInsteadOfBlocking) {
+  ZmqContext context;
+  ZmqVanOptions options;
+  options.send_timeout_ms = 200;
+  ZmqVan sender(&context, options);
+  auto receiver = std::make_unique<ZmqVan>(&context);
+  ASSERT_TRUE(receiver->Bind("inproc://closing-receiver").ok());
+  ASSERT_TRUE(sender.Connect(1, "inproc://closing-receiver", LinkClass::kLan, "").ok());
+  Message m;
+  m.meta.command = Command::kHeartbeat;
+  ASSERT_TRUE(sender.Send(1, m).ok());
+  receiver.reset();  // the receiving node is gone
+  std::atomic<bool> returned{false};
+  Status last;
+  std::thread t([&] {
+    // The pipe to the closed socket goes away asynchronously: keep sending (a heartbeat every 20 ms) until one
+    // send cannot be queued.
+    for (int i = 0; i < 100 && last.ok(); ++i) {
+      Result<size_t> r = sender.Send(1, m);
+      last = r.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    returned = true;
+  });
+  for (int i = 0; i < 1000 && !returned; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!returned) zmq_ctx_shutdown(context.raw());  // unblocks it (ETERM), so the test ends; the expectation fails
+  t.join();
+  EXPECT_EQ(last.code(), StatusCode::kUnavailable) << last.ToString();
+  EXPECT_NE(last.message().find("nobody received"), std::string::npos) << last.ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ZmqVanTest, ::testing::Values("inproc", "tcp"),
