@@ -150,4 +150,78 @@ Status DrawWanBytesChart(const std::vector<TableRow>& rows, const std::string& t
   return img.WritePng(png);
 }
 
+std::vector<size_t> FrontierRows(const std::vector<TableRow>& rows) {
+  auto usable = [](const TableRow& r) {
+    return r.median.wan_total && *r.median.wan_total > 0 && r.median.final_accuracy.has_value();
+  };
+  std::vector<size_t> frontier;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!usable(rows[i])) continue;
+    const double bi = *rows[i].median.wan_total, ai = *rows[i].median.final_accuracy;
+    bool dominated = false;
+    for (size_t j = 0; j < rows.size() && !dominated; ++j) {
+      if (j == i || !usable(rows[j])) continue;
+      const double bj = *rows[j].median.wan_total, aj = *rows[j].median.final_accuracy;
+      dominated = bj <= bi && aj >= ai && (bj < bi || aj > ai);
+    }
+    if (!dominated) frontier.push_back(i);
+  }
+  std::stable_sort(frontier.begin(), frontier.end(),
+                   [&](size_t a, size_t b) { return *rows[a].median.wan_total < *rows[b].median.wan_total; });
+  return frontier;
+}
+
+Status DrawFrontierChart(const std::vector<TableRow>& rows, const std::string& title,
+                         const std::filesystem::path& png) {
+  const int W = 1100, H = 680, L = 90, R = 300, T = 80, B = 70;
+  Canvas img(W, H);
+  double lo = 1e30, hi = 1, amin = 1, amax = 0;
+  for (const TableRow& r : rows) {
+    if (!r.median.wan_total || *r.median.wan_total <= 0 || !r.median.final_accuracy) continue;
+    lo = std::min(lo, *r.median.wan_total);
+    hi = std::max(hi, *r.median.wan_total);
+    amin = std::min(amin, *r.median.final_accuracy);
+    amax = std::max(amax, *r.median.final_accuracy);
+  }
+  if (lo > hi) lo = 1;
+  if (amin > amax) amin = 0, amax = 1;
+  amin = std::max(0.0, std::floor((amin - 0.01) * 50) / 50);
+  amax = std::min(1.0, std::ceil((amax + 0.005) * 50) / 50);
+  if (amax <= amin) amax = amin + 0.02;
+  const double e0 = std::floor(std::log10(lo)), e1 = std::max(e0 + 1, std::ceil(std::log10(hi)));
+  const int pw = W - L - R, ph = H - T - B;
+  Axis x_axis{.lo = e0, .hi = e1, .log10 = true}, y_axis{.lo = amin, .hi = amax};
+  x_axis.label = BytesText;
+  y_axis.label = [](double a) { return Fmt("%.2f", a); };
+  const PlotArea area({L, T, pw, ph}, x_axis, y_axis);
+  img.Text(title, {L, 32}, 0.65, kBlack, 2);
+  img.Text("final test accuracy against WAN bytes of the whole run (log scale); dashed: the frontier (no other "
+           "configuration has fewer bytes and more accuracy)",
+           {L, 58}, 0.4, kGrey);
+  area.DrawAxes(img);
+  img.Text("WAN bytes of the whole job (both directions, log scale)", {L + pw / 2 - 220, H - 22}, 0.55);
+  img.VerticalText("final test accuracy (fraction)", {8, T + ph / 2 - 150, 30, 300}, 0.55);
+  std::vector<Point> line;
+  for (size_t i : FrontierRows(rows)) {
+    line.push_back(area.At(*rows[i].median.wan_total, *rows[i].median.final_accuracy));
+  }
+  DrawSeries(img, line, kGrey, 1, 0, /*dashed=*/true);
+  int ly = T + 10;
+  img.Text("configuration (final accuracy, WAN bytes)", {L + pw + 15, ly}, 0.5, kBlack, 1);
+  ly += 10;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const TableRow& r = rows[i];
+    const Colour c = SeriesColour(i);
+    std::string label = r.config;
+    if (r.median.wan_total && *r.median.wan_total > 0 && r.median.final_accuracy) {
+      img.Dot(area.At(*r.median.wan_total, *r.median.final_accuracy), 7, c);
+      label.append(Fmt(" (%.4f, ", *r.median.final_accuracy)).append(BytesText(*r.median.wan_total)).append(")");
+    } else {
+      label.append(" (no figures: ").append(r.status).append(")");
+    }
+    ly = DrawLegendEntry(img, {L + pw + 15, ly + 24}, c, label, W - (L + pw + 52) - 8);
+  }
+  return img.WritePng(png);
+}
+
 }  // namespace geomx::bench

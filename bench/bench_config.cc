@@ -84,7 +84,7 @@ const std::vector<std::string>& PresetNames() {
 }
 
 const std::vector<std::string>& AcceleratorSuffixes() {
-  static const std::vector<std::string> names = {"bsc", "fp16", "mpq", "sign", "int8", "p3"};
+  static const std::vector<std::string> names = {"bsc", "fp16", "mpq", "sign", "int8", "powersgd", "p3"};
   return names;
 }
 
@@ -143,8 +143,8 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
     if (!accs.insert(parts[i]).second) return Bad(spec, "accelerator " + Quoted(parts[i]) + " given twice");
   }
   int compressions = 0;
-  for (const char* k : {"bsc", "fp16", "mpq", "sign", "int8"}) compressions += accs.count(k) ? 1 : 0;
-  if (compressions > 1) return Bad(spec, "choose one of bsc, fp16, mpq, sign, int8");
+  for (const char* k : {"bsc", "fp16", "mpq", "sign", "int8", "powersgd"}) compressions += accs.count(k) ? 1 : 0;
+  if (compressions > 1) return Bad(spec, "choose one of bsc, fp16, mpq, sign, int8, powersgd");
 
   if (base == "ddp") {
     if (!accs.empty() || !extra.empty()) {
@@ -198,7 +198,7 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
   }
 
   std::string comp;
-  for (const char* k : {"bsc", "fp16", "mpq", "sign", "int8"}) {
+  for (const char* k : {"bsc", "fp16", "mpq", "sign", "int8", "powersgd"}) {
     if (accs.count(k)) comp = k;
   }
   if (!comp.empty()) {

@@ -95,5 +95,11 @@ Status DrawAccuracyChart(const std::vector<RunResult>& runs, double target, cons
                          const std::filesystem::path& png);
 Status DrawWanBytesChart(const std::vector<TableRow>& rows, const std::string& title,
                          const std::filesystem::path& png);
+// The frontier of a bench run: the rows (indices into `rows`, by increasing WAN bytes) with a final accuracy and
+// WAN bytes that no other row beats on both (fewer or equal bytes and higher or equal accuracy, one strictly).
+std::vector<size_t> FrontierRows(const std::vector<TableRow>& rows);
+// Final accuracy against the whole run's WAN bytes (log scale), one dot per configuration, the frontier dashed.
+Status DrawFrontierChart(const std::vector<TableRow>& rows, const std::string& title,
+                         const std::filesystem::path& png);
 
 }  // namespace geomx::bench

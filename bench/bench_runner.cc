@@ -325,9 +325,16 @@ Status RunBenchRecipe(const BenchRecipeFlags& f, const std::atomic<bool>* interr
                                 dir / "accuracy_vs_time.png");
   Status c2 = DrawWanBytesChart(rows, recipe.name + ": WAN traffic per configuration (WAN " + wan + ")",
                                 dir / "wan_bytes.png");
-  if (!c1.ok()) std::fprintf(stderr, "geomx bench: chart: %s\n", c1.message().c_str());
-  if (!c2.ok()) std::fprintf(stderr, "geomx bench: chart: %s\n", c2.message().c_str());
-  std::printf("wrote %s/bench.csv, bench.json, accuracy_vs_time.png, wan_bytes.png\n", dir.c_str());
+  Status c3 = DrawFrontierChart(rows, recipe.name + ": final accuracy against WAN bytes (WAN " + wan + ")",
+                                dir / "accuracy_vs_wan_bytes.png");
+  for (const Status& c : {c1, c2, c3}) {
+    if (!c.ok()) std::fprintf(stderr, "geomx bench: chart: %s\n", c.message().c_str());
+  }
+  std::string frontier;
+  for (size_t i : FrontierRows(rows)) frontier.append(frontier.empty() ? "" : ", ").append(rows[i].config);
+  if (!frontier.empty()) std::printf("frontier (accuracy against WAN bytes): %s\n", frontier.c_str());
+  std::printf("wrote %s/bench.csv, bench.json, accuracy_vs_time.png, wan_bytes.png, accuracy_vs_wan_bytes.png\n",
+              dir.c_str());
   if (stopped) return Status::Cancelled("interrupted; results so far are in " + dir.string());
   return Status::Ok();
 }

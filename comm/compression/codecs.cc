@@ -5,6 +5,7 @@ namespace geomx::comm {
 void LinkCompressionCodecs() {
   LinkSignCodec();
   LinkInt8Codec();
+  LinkPowerSgdCodec();
 }
 
 }  // namespace geomx::comm

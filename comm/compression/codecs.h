@@ -10,5 +10,6 @@ void LinkCompressionCodecs();
 // Defined by each codec file; empty, they exist only to be referenced.
 void LinkSignCodec();
 void LinkInt8Codec();
+void LinkPowerSgdCodec();
 
 }  // namespace geomx::comm

@@ -51,7 +51,7 @@ struct FrameView {
   uint64_t length = 0;
   uint64_t count = 0;          // kSparse
   const uint8_t* body = nullptr;  // after the header (kSparse: after the count)
-  const FrameKindDef* extra = nullptr;  // a registered kind (kSign, kInt8)
+  const FrameKindDef* extra = nullptr;  // a registered kind (kSign, kInt8, kPowerSgd)
 };
 
 Result<FrameView> Parse(const Bytes& f) {
@@ -151,6 +151,7 @@ void ForEach(const FrameView& v, Op op) {
     }
     case FrameKind::kSign:
     case FrameKind::kInt8:
+    case FrameKind::kPowerSgd:
       break;  // registered kinds: handled above
     case FrameKind::kSparse: {
       const uint8_t* idx = v.body;

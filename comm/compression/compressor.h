@@ -6,7 +6,8 @@
 //   kind kRaw    length x f32
 //   kind kFp16   length x IEEE binary16 (round-to-nearest-even, subnormals, inf, NaN preserved)
 //   kind kSparse u64 count | count x u32 index (strictly increasing, < length) | count x f32 value
-//   kind kSign   1-bit signs with per-block scales (sign.h); kind kInt8: int8 with per-block scales (int8.h).
+//   kind kSign   1-bit signs with per-block scales (sign.h); kind kInt8: int8 with per-block scales (int8.h);
+//                kind kPowerSgd: rank-r factors (powersgd.h).
 //                These kinds register their validator and decoder (RegisterFrameKind) from their own file.
 // A receiver decodes any frame without knowing which compressor made it (DecodeFrame / AddFrame), so one
 // request may mix kinds (MPQ: small slices FP16, large ones sparse).
@@ -25,6 +26,7 @@
 //             Invariant (tested): sum of everything decoded + residual == sum of everything pushed (m == 0).
 //   "sign"    EF-SignSGD (sign.h): v = value + residual; per block, mean |v| and the sign bits; residual = v - decoded
 //   "int8"    int8 with per-block scales max |v| / 127 (int8.h), optional stochastic rounding; error feedback
+//   "powersgd" rank-r factors P, Q of the slice as a matrix (powersgd.h), warm start, error feedback
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,7 @@ namespace geomx::comm {
 
 inline constexpr const char* kCompressedCodec = "gx";
 
-enum class FrameKind : uint8_t { kRaw = 0, kFp16 = 1, kSparse = 2, kSign = 3, kInt8 = 4 };
+enum class FrameKind : uint8_t { kRaw = 0, kFp16 = 1, kSparse = 2, kSign = 3, kInt8 = 4, kPowerSgd = 5 };
 
 inline constexpr size_t kFrameHeaderBytes = 16;  // magic, kind, 3 reserved bytes, u64 length
 
@@ -56,6 +58,7 @@ struct CompressorConfig {
   uint32_t sign_block = 4096;     // sign: elements per scale (the last block may be shorter), >= 1
   uint32_t int8_block = 256;      // int8: elements per scale, >= 1
   bool int8_stochastic = false;   // int8: stochastic rounding (unbiased) instead of round-to-nearest
+  uint32_t powersgd_rank = 4;     // powersgd: rank r of the factors, >= 1
 };
 
 // The sender's memory for one wire key of one link. Empty until the first Encode.

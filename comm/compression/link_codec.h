@@ -11,6 +11,7 @@
 //   sign  slices >= size_lower_bound: "sign" (EF-SignSGD, both directions, error feedback kept by the sender);
 //         kRaw below (sign.h)
 //   int8  slices >= size_lower_bound: "int8" (per-block scales, error feedback); kRaw below (int8.h)
+//   powersgd slices >= size_lower_bound: "powersgd" (rank-r factors, warm start, error feedback); kRaw below
 //
 // Thread-safe: Encode may run concurrently for different wire keys (and is serialised per key).
 #pragma once
@@ -28,7 +29,7 @@
 
 namespace geomx::comm {
 
-enum class LinkScheme : uint8_t { kNone, kFp16, kBsc, kMpq, kSign, kInt8 };
+enum class LinkScheme : uint8_t { kNone, kFp16, kBsc, kMpq, kSign, kInt8, kPowerSgd };
 
 // One link scheme: its name, what the preset `accelerators.compression: NAME` sets, and which registered
 // compressor (compressor.h) encodes a slice. Registered once per scheme during static initialisation.

@@ -192,6 +192,31 @@ TEST(BenchResult, ChartsAreWritten) {
   EXPECT_EQ(png.substr(1, 3), "PNG");
   EXPECT_GT(testing::ReadFile(dir / "w.png").size(), 1000u);
   EXPECT_FALSE(DrawAccuracyChart(runs, 0.85, "t", dir / "missing-dir" / "a.png").ok());
+  ASSERT_TRUE(DrawFrontierChart(BuildTable(runs), "t", dir / "f.png").ok());
+  EXPECT_GT(testing::ReadFile(dir / "f.png").size(), 1000u);
+}
+
+// The frontier: rows that no other row beats on both WAN bytes and final accuracy, by increasing bytes.
+TEST(BenchResult, FrontierKeepsOnlyUndominatedConfigurations) {
+  auto row = [](const std::string& name, std::optional<double> bytes, std::optional<double> accuracy) {
+    TableRow r;
+    r.config = name;
+    r.median.wan_total = bytes;
+    r.median.final_accuracy = accuracy;
+    return r;
+  };
+  const std::vector<TableRow> rows = {
+      row("flat-ps", 9e9, 0.86),     // most bytes, not the best accuracy: dominated by hips
+      row("hips", 2e9, 0.87),        // the most accurate
+      row("hips+bsc", 2e7, 0.86),    // fewer bytes than hips, less accurate: on the frontier
+      row("hfa+bsc", 2e7, 0.85),     // same bytes as hips+bsc, less accurate: dominated
+      row("hfa+sign", 5e6, 0.80),    // the fewest bytes: on the frontier
+      row("ddp", std::nullopt, 0.9), // no WAN figure: never on it
+      row("failed", 1e6, std::nullopt)};
+  EXPECT_EQ(FrontierRows(rows), (std::vector<size_t>{4, 2, 1}));
+  EXPECT_TRUE(FrontierRows({}).empty());
+  // Two identical rows dominate neither each other.
+  EXPECT_EQ(FrontierRows({row("a", 1e6, 0.8), row("b", 1e6, 0.8)}), (std::vector<size_t>{0, 1}));
 }
 
 }  // namespace

@@ -224,14 +224,20 @@ TEST(LinkPlan, ConfigFollowsTheRecipe) {
   EXPECT_FALSE(dense->links.local.compressed);
 }
 
-// sign and int8 (comm/compression/sign.h, int8.h): the WAN push per round shrinks by the factor the frame
-// formulas give for this model's slices, computed here from the documented layout (docs/wire_format.md).
+// sign, int8 and powersgd (comm/compression/sign.h, int8.h, powersgd.h): the WAN push per round shrinks by the
+// factor the frame formulas give for this model's slices, computed here from the documented layout
+// (docs/wire_format.md).
 // fc1.weight 16384 and fc2.weight 1024 elements are compressed; the biases (256, 4) travel as kRaw frames.
 double ExpectedWanFactor(const std::string& scheme) {
   const uint64_t large[] = {16384, 1024}, small[] = {256, 4};
   uint64_t dense = 0, packed = 0;
   for (uint64_t n : large) {
     dense += 4 * n;
+    if (scheme == "powersgd") {  // rank 4 factors of a square matrix: 128 x 128 and 32 x 32
+      const uint64_t side = n == 16384 ? 128 : 32;
+      packed += 16 + 16 + 4 * 4 * (side + side);
+      continue;
+    }
     const uint64_t block = scheme == "sign" ? 4096 : 256;
     const uint64_t blocks = (n + block - 1) / block;
     packed += 16 + 8 + 4 * blocks + (scheme == "sign" ? (n + 7) / 8 : n);
@@ -272,6 +278,14 @@ TEST_F(CompressionCluster, Int8SendsOneBytePerElementWithErrorFeedback) {
   const Outcome s = RunCluster(r);
   ExpectTrainedAndInSync(r, s, kSparseShare);
   EXPECT_EQ(s.bytes.local_to_global, o.bytes.local_to_global);  // the same frame sizes
+}
+
+TEST_F(CompressionCluster, PowerSgdSendsRankFourFactorsWithErrorFeedback) {
+  const Recipe r = MakeRecipe("powersgd");
+  EXPECT_EQ(r.accelerators.powersgd_rank, 4);
+  const Outcome o = RunCluster(r);
+  ExpectTrainedAndInSync(r, o, 0.5);
+  ExpectWanFactor(o, *dense_, "powersgd");
 }
 
 TEST(CompressionRules, SignAndInt8NeedIncrementsOnTheirLinks) {
