@@ -88,6 +88,26 @@ CLI::App* AddAlgosCommand(CLI::App* bench, BenchAlgosFlags* f) {
   return cmd;
 }
 
+CLI::App* AddSoakCommand(CLI::App* bench, BenchSoakFlags* f) {
+  CLI::App* cmd = bench->add_subcommand(
+      "soak", "Every role of a topology as threads over inproc ZeroMQ for many FSA rounds: no deadlock, every "
+              "pulled value right, resident memory flat after warm-up (exit 1 otherwise)");
+  cmd->add_option("--rounds", f->rounds, "Synchronous rounds")->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  cmd->add_option("--datacentres", f->datacentres, "Data centres (one local server each)")->check(CLI::Range(1, 64));
+  cmd->add_option("--workers-per-dc", f->workers_per_dc, "Workers per data centre")->check(CLI::Range(1, 256));
+  cmd->add_option("--key-bytes", f->key_bytes, "Bytes pushed and pulled per worker and round (4 dense keys; "
+                  "a multiple of 4)")
+      ->check(CLI::Range(uint64_t{4}, uint64_t{256} << 20));
+  cmd->add_option("--max-drift", f->max_drift_percent, "Resident-memory growth after warm-up that passes, percent")
+      ->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--deadline", f->deadline_s, "Seconds without a completed round that count as a deadlock")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--json", f->json_out, "Also write the figures as JSON to this file");
+  cmd->footer("Examples:\n  geomx bench soak --json soak.json\n  geomx bench soak --rounds 200 --datacentres 2 "
+              "--workers-per-dc 2");
+  return cmd;
+}
+
 }  // namespace
 
 void AddBenchCommands(CLI::App* app, BenchCommandLine* cl) {
@@ -95,14 +115,16 @@ void AddBenchCommands(CLI::App* app, BenchCommandLine* cl) {
       "bench",
       "Benchmarks: `geomx bench RECIPE --configs a,b` (WAN configurations of a recipe compared), `geomx bench "
       "kernels` (engine vs PyTorch), `geomx bench comm` (PS vs raw ZeroMQ), `geomx bench algos` (classical "
-      "estimators vs scikit-learn)");
+      "estimators vs scikit-learn), `geomx bench soak` (inproc topology, 10,000 rounds)");
   AddBenchRecipeOptions(cl->bench_cmd, &cl->recipe);
   cl->bench_cmd->footer(
       "Example:\n  geomx bench recipes/bench_geo2x2.yaml --configs flat-ps,hips,hips+bsc --max-time 600"
-      "\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm\n  geomx bench algos --quick");
+      "\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2\n  geomx bench comm\n  geomx bench algos --quick"
+      "\n  geomx bench soak");
   cl->kernels_cmd = AddKernelsCommand(cl->bench_cmd, &cl->kernels);
   cl->comm_cmd = AddCommCommand(cl->bench_cmd, &cl->comm);
   cl->algos_cmd = AddAlgosCommand(cl->bench_cmd, &cl->algos);
+  cl->soak_cmd = AddSoakCommand(cl->bench_cmd, &cl->soak);
 }
 
 bool BenchCommandChosen(const BenchCommandLine& cl) { return cl.bench_cmd != nullptr && cl.bench_cmd->parsed(); }
@@ -111,9 +133,11 @@ Status RunBenchCommand(const BenchCommandLine& cl, const std::atomic<bool>* inte
   if (cl.kernels_cmd != nullptr && cl.kernels_cmd->parsed()) return RunBenchKernelsCommand(cl.kernels, interrupted);
   if (cl.comm_cmd != nullptr && cl.comm_cmd->parsed()) return RunBenchCommCommand(cl.comm);
   if (cl.algos_cmd != nullptr && cl.algos_cmd->parsed()) return RunBenchAlgosCommand(cl.algos, interrupted);
+  if (cl.soak_cmd != nullptr && cl.soak_cmd->parsed()) return RunBenchSoakCommand(cl.soak, interrupted);
   if (cl.recipe.recipe.empty()) {
     return Status::InvalidArgument(
-        "bench: give a RECIPE (geomx bench RECIPE --configs a,b), or one of the subcommands kernels, comm, algos");
+        "bench: give a RECIPE (geomx bench RECIPE --configs a,b), or one of the subcommands kernels, comm, algos, "
+        "soak");
   }
   return RunBenchRecipe(cl.recipe, interrupted);
 }

@@ -5,13 +5,17 @@
 //   geomx bench kernels                engine vs PyTorch training samples/s (kernels_command.cc)
 //   geomx bench comm                   parameter server vs raw ZeroMQ ping-pong (comm_command.cc, comm_bench.h)
 //   geomx bench algos                  classical estimators vs scikit-learn / LIBLINEAR / LIBSVM (algos_bench.h)
+//   geomx bench soak                   every role over inproc ZeroMQ for 10,000 rounds: deadlock, values, RSS
+//                                      (soak_command.cc, soak_bench.h)
 //
 // Every command returns a Status (main.cc maps it to the exit code) and prints its results to stdout. No
-// thresholds: the numbers are reported, never asserted.
+// thresholds: the numbers are reported, never asserted (except soak's pass/fail: no deadlock, right values, flat
+// memory).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -51,20 +55,37 @@ struct BenchCommFlags {
 };
 Status RunBenchCommCommand(const BenchCommFlags& flags);
 
+// `geomx bench soak`: a topology's every role as threads over inproc ZeroMQ for many synchronous rounds of
+// push+pull through both tiers, each pulled value checked, resident memory sampled (soak_command.cc,
+// soak_bench.h). Unlike the other commands it judges: exit 1 on a deadlock, a wrong value or a drift above the
+// limit.
+struct BenchSoakFlags {
+  int64_t rounds = 10000;
+  int datacentres = 4;
+  int workers_per_dc = 8;
+  uint64_t key_bytes = 64 << 10;  // pushed (and pulled) per worker and round, over 4 dense keys
+  double max_drift_percent = 5;   // resident-memory growth after the warm-up that still passes
+  int deadline_s = 60;            // no round completed for this long = deadlock
+  std::string json_out;           // also write the figures as JSON here
+};
+Status RunBenchSoakCommand(const BenchSoakFlags& flags, const std::atomic<bool>* interrupted);
+
 // What the command line chose under `geomx bench`, filled by CLI11 during the app's parse.
 struct BenchCommandLine {
   BenchRecipeFlags recipe;  // `geomx bench RECIPE ...`
   BenchKernelsFlags kernels;
   BenchCommFlags comm;
   BenchAlgosFlags algos;
+  BenchSoakFlags soak;
   CLI::App* bench_cmd = nullptr;  // the subcommands, owned by the app (set by AddBenchCommands)
   CLI::App* kernels_cmd = nullptr;
   CLI::App* comm_cmd = nullptr;
   CLI::App* algos_cmd = nullptr;
+  CLI::App* soak_cmd = nullptr;
 };
 
-// Adds `bench` (the RECIPE form with its options) and its subcommands `kernels`, `comm` and `algos` to `app`. `cl`
-// receives the flags; it must outlive app->parse and RunBenchCommand.
+// Adds `bench` (the RECIPE form with its options) and its subcommands `kernels`, `comm`, `algos` and `soak` to
+// `app`. `cl` receives the flags; it must outlive app->parse and RunBenchCommand.
 void AddBenchCommands(CLI::App* app, BenchCommandLine* cl);
 
 // After the app's parse: true when the user chose `geomx bench ...`.

@@ -37,6 +37,7 @@ Result<cluster::ClusterConfig> ClusterConfigOf(const Recipe& r) {
   link.bsc.seed = r.seed;
   link.bsc.int8_block = static_cast<uint32_t>(a.int8_block);
   link.bsc.int8_stochastic = a.int8_stochastic;
+  link.bsc.powersgd_rank = static_cast<uint32_t>(a.powersgd_rank);
   c.links = comm::MakeLinkPlan(ResolveLinks(a), link);
   // P3: slices of at most accelerators.p3.slice_elements on every tier; enough of them in flight to keep a
   // 50 Mbit/s x 25 ms WAN busy (8 x 160 KB > bandwidth x round trip) while the rest queues in priority order.
@@ -112,6 +113,7 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
   GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
   GEOMX_ASSIGN_OR_RETURN(int dc_index, cluster::FindDataCentre(recipe.topology, party));
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
+  GEOMX_RETURN_IF_ERROR(CheckBatchFitsTrainingSet(recipe, *setup.data.train));
   nn::Module& model = *setup.model;
   auto opt_or = nn::CreateOptimizer(recipe.optimizer);
   if (!opt_or.ok()) return opt_or.status().WithContext("optimizer");

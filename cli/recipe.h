@@ -38,6 +38,7 @@ struct AcceleratorsConfig {
   int64_t size_lower_bound = 1000;      // bsc, mpq, sign, int8: smaller slices stay dense (mpq: FP16)
   int64_t int8_block = 256;             // int8: elements per scale
   bool int8_stochastic = false;         // int8: stochastic rounding
+  int64_t powersgd_rank = 4;            // powersgd: rank of the factors
   std::string worker_to_local = "auto";
   std::string local_to_global = "auto";
   std::string global_to_local = "auto";
@@ -49,6 +50,13 @@ struct AcceleratorsConfig {
 // Recipe section `algorithm` (docs/algorithms.md): a classical estimator (algorithms/estimators/) trained instead
 // of the neural `model`. Its keys besides `name` are the estimator's parameters, validated against its ParamSpecs;
 // after parsing, `params` holds every parameter of the estimator (defaults filled in) as canonical text.
+// Recipe section `security` (docs/security.md): CurveZMQ encryption and authentication of every link.
+struct SecurityConfig {
+  // auto: on when a topology host is not a loopback address; on; off.
+  std::string encryption = "auto";
+  std::string keys;  // the key directory (`geomx keys generate`); empty: the one-host launcher makes RUN/keys
+};
+
 struct AlgorithmConfig {
   std::string name = "logreg";
   std::map<std::string, std::string> params;
@@ -76,6 +84,7 @@ struct Recipe {
   // has_topology: a recipe without the section trains in one process, as before.
   bool has_topology = false;
   comm::Topology topology;
+  SecurityConfig security;
   // True when the recipe has an `algorithm` section: it trains that estimator, and `model`/`optimizer` are unused.
   bool has_algorithm = false;
   AlgorithmConfig algorithm;

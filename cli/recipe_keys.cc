@@ -20,7 +20,8 @@ RecipeRange Between(double lo, bool lo_open, double hi, bool hi_open) {
   return {.has_min = true, .min = lo, .min_open = lo_open, .has_max = true, .max = hi, .max_open = hi_open};
 }
 const RecipeRange kUnitOpenAbove = Between(0, false, 1, true);  // [0, 1)
-const std::vector<std::string_view> kLinkSchemes = {"auto", "none", "fp16", "bsc", "mpq", "sign", "int8"};
+const std::vector<std::string_view> kLinkSchemes = {"auto", "none", "fp16", "bsc", "mpq", "sign", "int8",
+                                                     "powersgd"};
 
 // The sync modes built into this binary (algorithms/sync/sync_mode.h registry), fsa first (the default).
 std::vector<std::string_view> SyncModeNames() {
@@ -157,7 +158,11 @@ std::vector<RecipeKey> BuildTable() {
       {.path = "data.header", .field = [](R r) -> F { return &r.data.header; },
        .help = "csv: the first row is a header."},
       {.path = "data.num_features", .field = [](R r) -> F { return &r.data.num_features; }, .range = AtLeast(0),
-       .help = "libsvm: number of features; 0 = the largest feature index seen (indices are 1-based)."},
+       .help = "libsvm: number of features; 0 = the largest feature index seen (indices are 1-based). At most "
+       "67108864 (2^26)."},
+      {.path = "data.allow_nan", .field = [](R r) -> F { return &r.data.allow_nan; },
+       .help = "csv, libsvm: accept NaN and infinite feature values. By default they are refused with the file "
+       "and line."},
       {.path = "data.image_height", .field = [](R r) -> F { return &r.data.image_height; },
        .range = Between(1, false, 4096, false), .help = "image-folder: images are resized to this height."},
       {.path = "data.image_width", .field = [](R r) -> F { return &r.data.image_width; },
@@ -269,16 +274,21 @@ std::vector<RecipeKey> BuildTable() {
        .range = Above(0), .help = "esync: the averaged model delta is applied scaled by this."},
 
       {.path = "accelerators.compression", .field = [](R r) -> F { return &r.accelerators.compression; },
-       .allowed = {"none", "bsc", "fp16", "mpq", "sign", "int8"}, .noun = "compression",
+       .allowed = {"none", "bsc", "fp16", "mpq", "sign", "int8", "powersgd"}, .noun = "compression",
        .help = "With a topology: the preset of the four links. bsc = Bi-Sparse between local and global "
        "servers; fp16 = FP16 on every link; mpq = FP16 for small tensors, Bi-Sparse for large ones on the WAN; "
-       "sign = 1-bit signs with error feedback, int8 = int8 with error feedback, between local and global servers."},
+       "sign = 1-bit signs, int8 = int8, powersgd = rank-r factors, each with error feedback, between local and "
+       "global servers."},
       {.path = "accelerators.size_lower_bound", .field = [](R r) -> F { return &r.accelerators.size_lower_bound; },
-       .range = AtLeast(1), .help = "bsc, mpq, sign, int8: slices with fewer elements stay dense (mpq: FP16)."},
+       .range = AtLeast(1),
+       .help = "bsc, mpq, sign, int8, powersgd: slices with fewer elements stay dense (mpq: FP16)."},
       {.path = "accelerators.int8.block", .field = [](R r) -> F { return &r.accelerators.int8_block; },
        .range = Between(1, false, 16777216, false), .help = "int8: elements per f32 scale (max |v| / 127)."},
       {.path = "accelerators.int8.stochastic", .field = [](R r) -> F { return &r.accelerators.int8_stochastic; },
        .help = "int8: stochastic rounding (unbiased, seeded by seed, sender, key and round) instead of nearest."},
+      {.path = "accelerators.powersgd.rank", .field = [](R r) -> F { return &r.accelerators.powersgd_rank; },
+       .range = Between(1, false, 1024, false),
+       .help = "powersgd: rank of the factors P and Q; bytes per slice of n elements ~ 8 r sqrt(n)."},
       {.path = "accelerators.bsc.ratio", .field = [](R r) -> F { return &r.accelerators.bsc_ratio; },
        .range = Between(0, true, 1, true), .help = "Fraction of each large tensor's elements a bsc push keeps."},
       {.path = "accelerators.bsc.momentum", .field = [](R r) -> F { return &r.accelerators.bsc_momentum; },
@@ -380,6 +390,13 @@ std::vector<RecipeKey> BuildTable() {
        .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.heartbeat_timeout_ms}; },
        .range = Above(0), .help = "A node silent this long is reported dead (longer than heartbeat_interval).",
        .allowed_doc = "> 0, whole ms"},
+      {.path = "security.encryption", .field = [](R r) -> F { return &r.security.encryption; },
+       .allowed = {"auto", "on", "off"}, .noun = "encryption setting",
+       .help = "CurveZMQ encryption and authentication of every link; auto = on when a topology host is not "
+               "loopback (docs/security.md)."},
+      {.path = "security.keys", .field = [](R r) -> F { return &r.security.keys; },
+       .help = "Key directory written by `geomx keys generate`; empty: `geomx train` on one host makes RUN/keys.",
+       .allowed_doc = "a directory path"},
   };
 }
 // clang-format on

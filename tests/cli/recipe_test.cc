@@ -49,6 +49,7 @@ data:
   label_column: 0
   header: false
   num_features: 12
+  allow_nan: true
   image_height: 64
   image_width: 48
   image_channels: 1
@@ -96,6 +97,7 @@ accelerators:
   compression: bsc
   bsc: {ratio: 0.05, momentum: 0.5, selection: sampled, sample_fraction: 0.01}
   int8: {block: 128, stochastic: true}
+  powersgd: {rank: 8}
   size_lower_bound: 500
   links: {worker_to_local: none, local_to_global: fp16, global_to_local: mpq, local_to_worker: none}
   p3: {slice_elements: 1000}
@@ -122,6 +124,9 @@ topology:
     request: 5min
     heartbeat_interval: 5s
     heartbeat_timeout: 1min
+security:
+  encryption: "on"
+  keys: /etc/geomx/keys
 )";
 
 // The smallest valid topology: one data centre, everything else default.
@@ -187,6 +192,7 @@ TEST(RecipeTest, ParsesEveryKey) {
   EXPECT_EQ(r.data.label_column, 0);
   EXPECT_FALSE(r.data.header);
   EXPECT_EQ(r.data.num_features, 12);
+  EXPECT_TRUE(r.data.allow_nan);
   EXPECT_EQ(r.data.image_height, 64);
   EXPECT_EQ(r.data.image_width, 48);
   EXPECT_EQ(r.data.image_channels, 1);
@@ -523,7 +529,7 @@ TEST(RecipeTest, YamlSyntaxErrorsHaveAPosition) {
                    "--set data.batch_size=0: data.batch_size: must be >= 1, got 0"}));
   EXPECT_EQ(ErrorLines("- 1\n- 2\n"),
             Lines{"r.yaml:1:1: a recipe is a mapping of sections (name, seed, device, threads, model, algorithm, data, "
-                  "optimizer, training, sync, accelerators, topology), got a list"});
+                  "optimizer, training, sync, accelerators, topology, security), got a list"});
   EXPECT_EQ(ErrorLines("name: a\n---\nname: b\n"),
             Lines{"r.yaml:3:1: a recipe file holds one YAML document; remove the second '---' and what follows"});
 }
@@ -641,7 +647,7 @@ TEST(RecipeSchemaTest, TableIsWellFormed) {
   EXPECT_TRUE(IsRecipeSection("optimizer.schedule"));
   EXPECT_EQ(RecipeSectionChildren(""), (std::vector<std::string>{"name", "seed", "device", "threads", "model",
                                                                  "algorithm", "data", "optimizer", "training", "sync", "accelerators",
-                                                                 "topology"}));
+                                                                 "topology", "security"}));
   EXPECT_EQ(RecipeSectionChildren("topology"),
             (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts"}));
   EXPECT_EQ(RecipeSectionChildren("topology.datacentres[]"),
