@@ -250,7 +250,15 @@ int Launcher::ReapExited() {
       continue;
     }
     Reap(c);
-    if (!ExitedCleanly(c.wait_status) && failed < 0) failed = static_cast<int>(i);
+    if (ExitedCleanly(c.wait_status)) continue;
+    if (c.spec.may_fail) {
+      lost_.push_back(c.spec.name + " " + DescribeExit(c.wait_status));
+      const std::string line = "[launcher] " + lost_.back() + "; the job goes on without it "
+                               "(topology.failure_policy: continue)";
+      options_.sink(line);
+      continue;
+    }
+    if (failed < 0) failed = static_cast<int>(i);
   }
   return failed;
 }

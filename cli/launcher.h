@@ -5,7 +5,8 @@
 //     "[name] line" through LauncherOptions::sink (whole lines only, never interleaved), and keeps each child's
 //     last `tail_lines` lines for error reports.
 //   - Failure: when a child exits non-zero or is killed by a signal, every other child gets SIGTERM, then SIGKILL
-//     after `grace_period_ms`; Wait returns kInternal naming the child, its exit status and its last lines.
+//     after `grace_period_ms`; Wait returns kInternal naming the child, its exit status and its last lines. A
+//     child with ChildSpec::may_fail is only reported (lost()); the others go on.
 //   - Interrupt: when *interrupted turns true (Ctrl-C), every child gets SIGINT (workers checkpoint), then SIGTERM
 //     and SIGKILL, each after `grace_period_ms`; Wait returns kCancelled once all are gone.
 //   - Helpers: WaitUntil relays output until a background child is ready (it printed "ready") and leaves it
@@ -38,6 +39,9 @@ Result<std::string> ThisExecutable();
 struct ChildSpec {
   std::string name;               // "dc-a/worker0": prefixes its output and names it in errors
   std::vector<std::string> argv;  // argv[0] is the program (a path, or a name looked up in PATH)
+  // Its failure does not stop the others (a worker under topology.failure_policy: continue): it is reported on a
+  // "[launcher]" line and listed in lost(); Wait then returns OK if every other child exits 0.
+  bool may_fail = false;
 };
 
 struct LauncherOptions {
@@ -74,6 +78,8 @@ class Launcher {
 
   // The process ids of the children, in Start order (for tests and diagnostics).
   std::vector<pid_t> pids() const;
+  // Children with ChildSpec::may_fail that failed, with how they ended ("dc-a/worker1 was killed by signal 9").
+  const std::vector<std::string>& lost() const { return lost_; }
 
  private:
   struct Child {
@@ -99,6 +105,7 @@ class Launcher {
 
   LauncherOptions options_;
   std::vector<Child> children_;
+  std::vector<std::string> lost_;
 };
 
 // Runs `argv` to completion under a Launcher (its own process group, PR_SET_PDEATHSIG, stdin /dev/null) and

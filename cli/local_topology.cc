@@ -104,6 +104,8 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
     p.spec = RoleSpec{.kind = kind, .party = party, .rank = rank, .out_dir = plan.run_dir};
     p.name = ProcessName(p.spec);
     p.listens = listens;
+    // topology.failure_policy: continue: a worker that dies is dropped from its data centre; the job goes on.
+    p.may_fail = kind == RoleSpec::Kind::kWorker && t.failure_policy == "continue";
     p.argv = {exe};
     if (const auto ns = netns.find(party); ns != netns.end()) p.argv = {"ip", "netns", "exec", ns->second.ns, exe};
     if (kind == RoleSpec::Kind::kWorker) {
@@ -156,7 +158,7 @@ std::string FormatLocalTopologyPlan(const LocalTopologyPlan& plan, const Recipe&
 
 std::vector<ChildSpec> ChildSpecsOf(const LocalTopologyPlan& plan) {
   std::vector<ChildSpec> specs;
-  for (const PlannedProcess& p : plan.processes) specs.push_back({p.name, p.argv});
+  for (const PlannedProcess& p : plan.processes) specs.push_back({p.name, p.argv, p.may_fail});
   return specs;
 }
 

@@ -31,6 +31,7 @@ struct PlannedProcess {
   std::string name;               // "dc-a/worker0" (ProcessName)
   std::vector<std::string> argv;  // argv[0] is the geomx executable
   std::string listens;            // "127.0.0.1:41234" for schedulers; "" = an ephemeral port it registers
+  bool may_fail = false;          // a worker under topology.failure_policy: continue (ChildSpec::may_fail)
 };
 
 struct LocalTopologyPlan {

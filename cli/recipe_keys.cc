@@ -390,6 +390,10 @@ std::vector<RecipeKey> BuildTable() {
        .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.heartbeat_timeout_ms}; },
        .range = Above(0), .help = "A node silent this long is reported dead (longer than heartbeat_interval).",
        .allowed_doc = "> 0, whole ms"},
+      {.path = "topology.failure_policy", .field = [](R r) -> F { return &r.topology.failure_policy; },
+       .allowed = {"stop", "continue"}, .noun = "failure policy",
+       .help = "A data centre's worker dies or fails: stop the job, or continue without it (its shard is skipped; "
+               "sync.mode fsa; servers always stop the job)."},
       {.path = "security.encryption", .field = [](R r) -> F { return &r.security.encryption; },
        .allowed = {"auto", "on", "off"}, .noun = "encryption setting",
        .help = "CurveZMQ encryption and authentication of every link; auto = on when a topology host is not "

@@ -35,6 +35,14 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
     if (a.p3) out->push_back({{"accelerators.p3.enabled"}, "accelerators.p3.enabled", "P3 needs a topology section"});
     return;
   }
+  if (recipe.topology.failure_policy == "continue" && (!traits.survives_lost_workers || recipe.has_algorithm)) {
+    out->push_back({{"topology.failure_policy", "sync.mode", "algorithm"}, "topology.failure_policy",
+                    std::string("continue lets a data centre's server average over the workers that are left, which "
+                                "sync.mode fsa does for neural training; ") +
+                        (recipe.has_algorithm ? "a classical algorithm's fit needs every worker's shard"
+                                              : "sync.mode: " + s.mode + " cannot") +
+                        ": use stop, or sync.mode: fsa"});
+  }
   if (traits.averages_models && links.lan()) {
     out->push_back(
         {{"accelerators.links.worker_to_local", "accelerators.links.local_to_worker", "accelerators.compression"},

@@ -17,6 +17,10 @@ struct CommOptions {
   int request_timeout_ms = 120000;    // a request without a reply by then names the peer, the key and the timestamp
   int heartbeat_interval_ms = 2000;   // 0 disables heartbeats
   int heartbeat_timeout_ms = 30000;   // a node silent this long is reported dead (and the tier fails)
+  // topology.failure_policy: continue. A *worker* of a data centre's tier that dies or leaves is dropped from the
+  // tier (kNodeLeft to every member; servers aggregate without it) instead of failing the tier. Servers, and the
+  // global tier's members, always fail their tier.
+  bool continue_without_lost_workers = false;
   int64_t split_bytes = 1 << 20;      // MultiGPS: a tensor larger than this is split over several servers
   LinkOptions wan;                    // links between different parties
   LinkOptions lan;                    // links inside a party

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <utility>
 
+#include "comm/codec.h"
 #include "comm/curve.h"
 #include "comm/customer.h"
 #include "engine/base/logging.h"
@@ -46,6 +49,7 @@ bool Postoffice::WaitFor(std::unique_lock<std::mutex>& lock, Pred done, Clock::t
 Postoffice::~Postoffice() {
   Leave(Status::Unavailable(self_.name + " stopped before the end of the job"));
   SetFailureCallback(nullptr);
+  SetNodeLeftCallback(nullptr);
   StopThreads();
 }
 
@@ -75,6 +79,11 @@ void Postoffice::Leave(const Status& why) {
 void Postoffice::SetFailureCallback(std::function<void(const Status&)> callback) {
   std::lock_guard<std::mutex> lock(callback_mu_);
   failure_callback_ = std::move(callback);
+}
+
+void Postoffice::SetNodeLeftCallback(std::function<void(int, const std::string&)> callback) {
+  std::lock_guard<std::mutex> lock(callback_mu_);
+  node_left_callback_ = std::move(callback);
 }
 
 Status Postoffice::Start(const std::string& bind_address) {
@@ -261,6 +270,22 @@ void Postoffice::HandleSchedulerMessage(Message&& msg) {
       return;
     case Command::kHeartbeat:
       return;
+    case Command::kNodeLeft: {
+      lock.unlock();
+      std::map<std::string, std::string> f;
+      int id = -1;
+      if (DecodeFields(meta.body, &f).ok() && f.count("node")) id = std::atoi(f.at("node").c_str());
+      if (id <= 0 || FindNode(id) == nullptr) {
+        GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " dropped a malformed node_left";
+        return;
+      }
+      const std::string why = f.count("why") ? f.at("why") : "";
+      GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " goes on without " << Describe(id)
+                          << ": " << why;
+      std::lock_guard<std::mutex> cb(callback_mu_);
+      if (node_left_callback_) node_left_callback_(id, why);
+      return;
+    }
     default:
       GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " dropped unexpected "
                           << CommandName(meta.command) << " from the scheduler";

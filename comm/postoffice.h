@@ -97,6 +97,11 @@ class Postoffice {
   // may be destroyed once this returns.
   void SetFailureCallback(std::function<void(const Status&)> callback);
 
+  // Called on the receive thread when the scheduler drops a lost worker and the tier goes on without it
+  // (CommOptions::continue_without_lost_workers; kNodeLeft): its node id and why. Servers use it to stop waiting
+  // for that worker's pushes. Replacing or clearing it waits for a call in progress.
+  void SetNodeLeftCallback(std::function<void(int node_id, const std::string& why)> callback);
+
   // Sends `msg` to `node_id` (sender and version are filled in). kFailedPrecondition before Start; kNotFound for
   // an unknown node; the Van's error otherwise. Callable from any thread, including handlers.
   Status Send(int node_id, Message msg);
@@ -175,6 +180,7 @@ class Postoffice {
 
   std::mutex callback_mu_;                     // held while failure_callback_ runs
   std::function<void(const Status&)> failure_callback_;  // GUARDED_BY(callback_mu_)
+  std::function<void(int, const std::string&)> node_left_callback_;  // GUARDED_BY(callback_mu_)
 
   std::mutex dispatch_mu_;                     // held while a customer handler runs
   std::map<int, std::shared_ptr<Handler>> handlers_;  // GUARDED_BY(dispatch_mu_)

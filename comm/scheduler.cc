@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/codec.h"
 #include "comm/curve.h"
 #include "engine/base/logging.h"
 
@@ -39,6 +40,7 @@ struct Member {
   NodeInfo info;
   Clock::time_point last_seen;
   bool finalized = false;
+  bool lost = false;  // dropped under CommOptions::continue_without_lost_workers: no longer waited for
   // Per barrier group, the node's latest released barrier: a late duplicate of it is ignored.
   std::map<std::string, int64_t> released_barrier_ts;
 };
@@ -125,6 +127,14 @@ class Scheduler::Loop {
     }
     if (!FromNamedNode(msg, it->second.info.name)) return;
     Member& m = it->second;
+    if (m.lost) {  // declared lost, yet talking (a frozen process that resumed): it must stop
+      if (meta.request) {
+        SendTo(meta.sender, Command::kError, false, -1, "",
+               Status::Unavailable(Prefix() + ": " + m.info.name + " was declared lost and the tier went on "
+                                   "without it"));
+      }
+      return;
+    }
     m.last_seen = Clock::now();
     switch (meta.command) {
       case Command::kHeartbeat:
@@ -325,10 +335,21 @@ class Scheduler::Loop {
     if (released.count(group) && meta.timestamp <= released[group]) return;  // a duplicate delivery
     auto& arrived = barriers_[group];
     arrived[meta.sender] = meta.timestamp;
-    int size = 0;
-    for (const auto& [id, m] : members_) size += InGroup(group, m.info) ? 1 : 0;
-    if (static_cast<int>(arrived.size()) < size) return;
+    TryReleaseBarrier(group);
+  }
+
+  // Releases `group`'s barrier when every member of it that is not lost has arrived.
+  void TryReleaseBarrier(const std::string& group) {
+    auto& arrived = barriers_[group];
+    int size = 0, present = 0;
+    for (const auto& [id, m] : members_) {
+      if (m.lost || !InGroup(group, m.info)) continue;
+      ++size;
+      present += arrived.count(id) ? 1 : 0;
+    }
+    if (arrived.empty() || present < size) return;
     for (const auto& [id, ts] : arrived) {
+      if (members_.at(id).lost) continue;
       members_.at(id).released_barrier_ts[group] = ts;
       SendTo(id, Command::kBarrierDone, false, ts, group);
     }
@@ -343,13 +364,47 @@ class Scheduler::Loop {
       if (result_->ok()) SendTo(meta.sender, Command::kShutdown, false, meta.timestamp, "");
       return;
     }
-    if (!complete_) return;
+    TryRelease();
+  }
+
+  // Every member that is not lost said goodbye: release them all.
+  void TryRelease() {
+    if (!complete_ || result_.has_value()) return;
     for (const auto& [id, other] : members_) {
-      if (!other.finalized) return;
+      if (!other.finalized && !other.lost) return;
     }
-    for (const auto& [id, other] : members_) SendTo(id, Command::kShutdown, false, 0, "");
+    for (const auto& [id, other] : members_) {
+      if (!other.lost) SendTo(id, Command::kShutdown, false, 0, "");
+    }
     GEOMX_LOG(kInfo) << Prefix() << ": all nodes finalized";
     Finish(Status::Ok());
+  }
+
+  // A node is gone (dead, or left with `why`): with continue_without_lost_workers and a worker that is not the
+  // last one, the tier goes on without it (kNodeLeft to every member, which drops it from what it waits for);
+  // otherwise the tier fails. `except_id` is not told of a failure (it cannot hear it).
+  void LoseOrFail(int id, const Status& why, int except_id) {
+    Member& m = members_.at(id);
+    int workers_left = 0;
+    for (const auto& [other_id, other] : members_) {
+      workers_left += other.info.role == NodeRole::kWorker && !other.lost && other_id != id ? 1 : 0;
+    }
+    if (!spec_.options.continue_without_lost_workers || m.info.role != NodeRole::kWorker || workers_left == 0) {
+      return Fail(why, except_id);
+    }
+    m.lost = true;
+    GEOMX_LOG(kWarning) << why.message() << "; the tier goes on with its " << workers_left
+                        << " other workers (topology.failure_policy: continue)";
+    const std::string body = EncodeFields({{"node", std::to_string(id)}, {"why", why.message()}});
+    for (const auto& [other_id, other] : members_) {
+      if (!other.lost) SendTo(other_id, Command::kNodeLeft, false, -1, body);
+    }
+    if (id != except_id) SendTo(id, Command::kError, false, -1, "", why);  // a leaving node's answer
+    for (const auto& [group, arrived] : barriers_) {
+      (void)arrived;
+      TryReleaseBarrier(group);
+    }
+    TryRelease();
   }
 
   // A node leaves before the end, saying why: the tier fails now, naming it, for every member (the leaving node
@@ -359,8 +414,10 @@ class Scheduler::Loop {
     constexpr size_t kMaxReason = 4096;
     const std::string why = meta.body.size() > kMaxReason ? meta.body.substr(0, kMaxReason) + "..." : meta.body;
     // kUnavailable whatever the node's own error was: for everybody else it is a peer that went away.
-    Fail(Status(StatusCode::kUnavailable, Prefix() + ": " + Describe(m.info) + " at " + m.info.endpoint + " left the job: " +
-                          (why.empty() ? std::string("no reason given") : why)));
+    LoseOrFail(m.info.id,
+               Status::Unavailable(Prefix() + ": " + Describe(m.info) + " at " + m.info.endpoint +
+                                   " left the job: " + (why.empty() ? std::string("no reason given") : why)),
+               -1);
   }
 
   void CheckTimers() {
@@ -375,9 +432,9 @@ class Scheduler::Loop {
     if (o.heartbeat_interval_ms <= 0 || o.heartbeat_timeout_ms <= 0) return;
     for (const auto& [id, m] : members_) {
       // Finalized nodes too: servers and the master worker finalize right after the start and serve until the end.
-      if (now - m.last_seen < std::chrono::milliseconds(o.heartbeat_timeout_ms)) continue;
+      if (m.lost || now - m.last_seen < std::chrono::milliseconds(o.heartbeat_timeout_ms)) continue;
       const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - m.last_seen).count();
-      return Fail(Status::Unavailable(Prefix() + ": node " + Describe(m.info) + " at " + m.info.endpoint +
+      return LoseOrFail(id, Status::Unavailable(Prefix() + ": node " + Describe(m.info) + " at " + m.info.endpoint +
                                       " sent nothing for " + Seconds(silent) + " (last heard " + Seconds(silent) +
                                       " ago, heartbeat timeout " +
                                       Seconds(o.heartbeat_timeout_ms) + "): declared dead"),

@@ -35,6 +35,9 @@ struct Topology {
   int state_server_port = 0;    // ESync's state server (sync.mode esync), on central_host; 0 = picked at start
   std::vector<DataCentre> datacentres;  // >= 1
   CommOptions options;
+  // What a data centre does when one of its workers dies or fails: "stop" the whole job, or "continue" without
+  // it (CommOptions::continue_without_lost_workers of the data centres' tiers; sync modes that can: fsa).
+  std::string failure_policy = "stop";
 
   int total_workers() const {
     int n = 0;

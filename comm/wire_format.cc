@@ -16,6 +16,7 @@ const char* CommandName(Command c) {
     case Command::kPushPull: return "push_pull";
     case Command::kControl: return "control";
     case Command::kError: return "error";
+    case Command::kNodeLeft: return "node_left";
   }
   return "unknown";
 }
@@ -33,6 +34,7 @@ bool IsKnownCommand(uint8_t value) {
     case Command::kPushPull:
     case Command::kControl:
     case Command::kError:
+    case Command::kNodeLeft:
       return true;
   }
   return false;

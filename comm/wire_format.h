@@ -22,6 +22,7 @@ enum class Command : uint8_t {
   kPushPull = 9,     // push, and respond with the updated values (one round trip instead of two)
   kControl = 10,     // application-level command, body = typed msgpack payload (e.g. optimizer settings)
   kError = 11,       // response refusing a request; body = reason
+  kNodeLeft = 12,    // scheduler -> all: a worker left and the tier goes on without it; body = id and reason
 };
 
 // "push", "barrier_done", ...; "unknown" for a value outside the enum.

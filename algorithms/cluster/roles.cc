@@ -143,6 +143,12 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
                       local_van.get());
   GEOMX_RETURN_IF_ERROR(local_po.Start(env.node_bind(name, dc.host)));
   TierBridge bridge(&global_po, &local_po);
+  // topology.failure_policy: continue: a lost worker's pushes are no longer waited for.
+  local_po.SetNodeLeftCallback([&served, &name](int node_id, const std::string& why) {
+    if (!served.policy) return;
+    Status s = served.policy->RemoveSender(node_id);
+    if (!s.ok()) GEOMX_LOG(kError) << name << ": " << s.ToString() << " (" << why << ")";
+  });
   comm::KvServer server(&local_po, kAppId, served.handler());
   // Teardown, also on early returns: upward requests still pending are cancelled first, while the handlers, the
   // server and both postoffices that their callbacks reach are alive.

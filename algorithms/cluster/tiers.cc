@@ -19,6 +19,8 @@ comm::TierSpec GlobalTier(const comm::Topology& t, const RoleEnv& env) {
   s.num_workers = 1;  // the master worker
   for (const auto& dc : t.datacentres) s.num_workers += dc.servers;
   s.options = t.options;
+  // Only a data centre's workers may be lost (topology.failure_policy); the global tier always fails as a whole.
+  s.options.continue_without_lost_workers = false;
   s.scheduler_party = kCentral;
   s.scheduler_name = std::string(kCentral) + "/global-scheduler";
   return s;
@@ -31,6 +33,7 @@ comm::TierSpec DataCentreTier(const comm::Topology& t, const comm::DataCentre& d
   s.num_servers = dc.servers;
   s.num_workers = dc.workers;
   s.options = t.options;
+  s.options.continue_without_lost_workers = t.failure_policy == "continue";
   s.scheduler_party = dc.name;
   s.scheduler_name = dc.name + "/scheduler";
   return s;

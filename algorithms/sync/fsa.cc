@@ -88,6 +88,10 @@ class FsaLocalServer final : public ServerPolicy {
     return std::unique_ptr<ServerPolicy>(std::move(p));
   }
   comm::ServerHandler* handler() override { return aggregator_.get(); }
+  Status RemoveSender(int node_id) override {
+    aggregator_->RemoveSender(node_id);
+    return Status::Ok();
+  }
 
  private:
   explicit FsaLocalServer(comm::KvLink* upper) : sink_(upper) {}
@@ -149,7 +153,7 @@ void FsaRules(const SyncRuleInput& in, std::vector<RuleViolation>* out) {
 GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = kName,
     .help = "fully synchronous on both tiers: every worker in every round (HiPS)",
-    .traits = {.needs_topology = false, .steps_on_gradients = true},
+    .traits = {.needs_topology = false, .steps_on_gradients = true, .survives_lost_workers = true},
     .create = [](const SyncSettings&) -> Result<std::unique_ptr<SyncMode>> { return std::unique_ptr<SyncMode>(new Fsa()); },
     .rules = FsaRules}));
 

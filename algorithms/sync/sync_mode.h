@@ -61,6 +61,11 @@ class ServerPolicy {
   virtual comm::ServerHandler* handler() = 0;
   // The state to checkpoint (ps/server_state.h); null when the policy keeps none beyond the round in flight.
   virtual ps::ServerState* state() { return nullptr; }
+  // A worker of the tier is gone and the tier goes on without it (topology.failure_policy: continue): stop
+  // waiting for its pushes. kUnimplemented for modes that cannot (SyncModeTraits::survives_lost_workers).
+  virtual Status RemoveSender(int node_id) {
+    return Status::Unimplemented("this sync mode cannot go on without node " + std::to_string(node_id));
+  }
 };
 
 struct ServerArgs {
@@ -137,6 +142,9 @@ struct SyncModeTraits {
   // must not sparsify (top-k with error feedback before momentum amplifies stale residual bursts); its answers
   // are sparsified after the outer step instead (averaging.h).
   bool exact_wan_push = false;
+  // A data centre's local server can go on without a lost worker (ServerPolicy::RemoveSender): the round's mean
+  // is over the workers that pushed (fsa).
+  bool survives_lost_workers = false;
 };
 
 // What a mode's recipe rules see (cli/ fills it from the recipe, sync_rules.cc).

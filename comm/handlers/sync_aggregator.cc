@@ -18,6 +18,7 @@ struct SyncAggregator::RoundState {
   std::map<int, int64_t> pushers;    // sender id -> ts of its push
   int contributors = 0;              // sum of num_merged
   std::vector<Waiter> waiters;       // pushes, pushpulls and pulls answered at completion
+  bool completing = false;           // handed to CompleteRound (exactly once)
 };
 
 struct SyncAggregator::KeyState {
@@ -106,6 +107,10 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
       error = CheckKey(req, i, my_rank);
       if (!error.ok()) break;
       KeyState& ks = keys_[wk];
+      if (removed_.count(meta.sender)) {
+        error = Status::FailedPrecondition(KeyText(wk) + at + ": " + who + " was dropped from the tier (lost)");
+        break;
+      }
       if (meta.round <= ks.completed) {
         auto last = ks.last_push_ts.find(meta.sender);
         if (last != ks.last_push_ts.end() && last->second == meta.timestamp) {  // delivered twice, answered once
@@ -131,9 +136,9 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
                                           ")");
           break;
         }
-        if (static_cast<int>(rs->pushers.size()) >= options_.expected_senders) {
+        if (rs->completing || Ready(*rs)) {
           error = Status::InvalidArgument(KeyText(wk) + at + ": push from " + who + " beyond the " +
-                                          std::to_string(options_.expected_senders) + " expected senders");
+                                          std::to_string(ExpectedAlive()) + " expected senders");
           break;
         }
       } else if (static_cast<int>(ks.rounds.size()) >= options_.max_open_rounds) {
@@ -162,13 +167,41 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
         rs.reducer->Combine(contributor, req.data[i]);
         rs.contributors += *merged;
         rs.waiters.push_back({pending, i});
-        if (static_cast<int>(rs.pushers.size()) == options_.expected_senders) complete.push_back(wk);
+        if (!rs.completing && Ready(rs)) {
+          rs.completing = true;
+          complete.push_back(wk);
+        }
       }
     }
   }
   if (!error.ok()) return server.Respond(req, {}, error);
   if (meta.keys.empty()) return server.Respond(req, {});
   for (uint64_t wk : complete) CompleteRound(wk, meta.round);
+}
+
+bool SyncAggregator::Ready(const RoundState& rs) const {
+  if (!rs.reducer || ExpectedAlive() < 1) return false;
+  int alive = 0;
+  for (const auto& [sender, ts] : rs.pushers) alive += removed_.count(sender) ? 0 : 1;
+  return alive >= ExpectedAlive();
+}
+
+void SyncAggregator::RemoveSender(int node_id) {
+  std::vector<std::pair<uint64_t, int64_t>> complete;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!removed_.insert(node_id).second) return;
+    for (auto& [wk, ks] : keys_) {
+      for (auto& [round, rs] : ks.rounds) {
+        if (rs.completing || !Ready(rs)) continue;
+        rs.completing = true;
+        complete.emplace_back(wk, round);
+      }
+    }
+  }
+  GEOMX_LOG(kInfo) << "sync aggregator: goes on without node " << node_id << "; " << complete.size()
+                   << " open rounds complete now";
+  for (const auto& [wk, round] : complete) CompleteRound(wk, round);
 }
 
 void SyncAggregator::CompleteRound(uint64_t wire_key, int64_t round) {

@@ -77,6 +77,13 @@ class SyncAggregator : public ServerHandler {
   // Rounds currently open over all keys (tests of bounded memory).
   size_t num_open_rounds() const;
 
+  // The sender `node_id` is gone and the tier goes on without it (topology.failure_policy: continue): from now
+  // on a round completes once every *other* expected sender pushed (a push it made before is kept in its round's
+  // sum and counted in contributors, so the sink's mean stays the mean of what was summed); open rounds that are
+  // now complete are completed at once; its later pushes are refused. Idempotent. Once no sender is left,
+  // nothing completes any more (the tier fails instead; Scheduler).
+  void RemoveSender(int node_id);
+
  private:
   using Pending = PendingRequest;
   using Waiter = KeyWaiter;
@@ -95,6 +102,9 @@ class SyncAggregator : public ServerHandler {
   void CompleteRound(uint64_t wire_key, int64_t round);
   void OnRoundDone(uint64_t wire_key, int64_t round, const Status& status, Bytes value);
   void OnFetchDone(uint64_t wire_key, const Status& status, Bytes value);
+  // Whether the round has every expected sender's push that is not removed (mu_ held).
+  bool Ready(const RoundState& rs) const;
+  int ExpectedAlive() const { return options_.expected_senders - static_cast<int>(removed_.size()); }
 
   const KeyLayout layout_;
   const SyncAggregatorOptions options_;
@@ -104,6 +114,7 @@ class SyncAggregator : public ServerHandler {
 
   mutable std::mutex mu_;
   std::map<uint64_t, KeyState> keys_;  // GUARDED_BY(mu_)
+  std::set<int> removed_;              // GUARDED_BY(mu_): senders gone (RemoveSender)
 };
 
 }  // namespace geomx::comm

@@ -159,6 +159,42 @@ INSTANTIATE_TEST_SUITE_P(Victims, ClusterFailureTest,
                            return n;
                          });
 
+// topology.failure_policy: continue: dc-a/worker1 dies in the middle of training; dc-a goes on with worker0 alone
+// (its server averages over the workers that pushed), the job completes, and the three survivors end with the
+// same weights (FSA: every survivor applies the same update each round).
+TEST(ClusterFailureTest, UnderContinueTheJobCompletesWithoutALostWorker) {
+  Recipe r = cluster_testing::TwoByTwoRecipe("continue", /*epochs=*/3);
+  r.topology.failure_policy = "continue";
+  r.topology.options.heartbeat_interval_ms = 50;
+  r.topology.options.heartbeat_timeout_ms = 1500;
+  r.topology.options.request_timeout_ms = 600000;
+  comm::LoopbackNetwork net;
+  std::atomic<bool> dead{false};
+  std::atomic<int64_t> dead_at_ms{0};
+  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
+    return std::make_unique<CrashingVan>(std::make_unique<comm::LoopbackVan>(&net), node == "dc-a/worker1", 30,
+                                         &dead, &dead_at_ms);
+  });
+  std::mutex mu;
+  std::map<std::string, cluster_testing::Weights> finals;
+  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
+    std::lock_guard<std::mutex> lock(mu);
+    finals[name] = cluster_testing::Snapshot(model);
+  };
+  const std::vector<RoleResult> results = RunRolesCollecting(r, env);
+  ASSERT_TRUE(dead.load());
+  for (const RoleResult& res : results) {
+    if (res.role == "dc-a/worker1") {
+      EXPECT_FALSE(res.status.ok());
+      continue;
+    }
+    EXPECT_TRUE(res.status.ok()) << res.role << ": " << res.status.ToString();
+  }
+  ASSERT_EQ(finals.count("dc-a/worker0") + finals.count("dc-b/worker0") + finals.count("dc-b/worker1"), 3u);
+  EXPECT_EQ(finals["dc-a/worker0"], finals["dc-b/worker0"]) << "the survivors hold the same weights";
+  EXPECT_EQ(finals["dc-b/worker0"], finals["dc-b/worker1"]);
+}
+
 // A van whose data messages start failing after `fail_after` sends (control messages still go out): the worker
 // using it fails with a send error, as on a broken disk or NIC, while its process is still alive to say so.
 class FailingVan : public comm::Van {

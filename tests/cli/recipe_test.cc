@@ -253,8 +253,22 @@ TEST(RecipeTest, ParsesEveryKey) {
 // RecipeTest.ModeSpecificKeysParse covers them.
 bool NotInFullRecipe(std::string_view path) {
   // algorithm.name: a recipe with a model has no algorithm (tests/cli/algorithm_recipe_test.cc covers it).
+  // topology.failure_policy: continue needs sync.mode fsa (RecipeTest.FailurePolicyContinueNeedsFsa).
   return path == "sync.max_staleness" || path.substr(0, 12) == "sync.dcasgd." || path == "accelerators.p3.enabled" ||
-         path == "algorithm.name";
+         path == "algorithm.name" || path == "topology.failure_policy";
+}
+
+TEST(RecipeTest, FailurePolicyContinueNeedsFsa) {
+  Recipe fsa = MustParse(std::string(kTopologyBase) + "  failure_policy: continue\n");
+  EXPECT_EQ(fsa.topology.failure_policy, "continue");
+  Result<Recipe> hfa = ParseRecipe(std::string(kTopologyBase) + "  failure_policy: continue\nsync: {mode: hfa}\n",
+                                   "r.yaml");
+  ASSERT_FALSE(hfa.ok());
+  EXPECT_NE(hfa.status().message().find("topology.failure_policy"), std::string::npos) << hfa.status().ToString();
+  EXPECT_NE(hfa.status().message().find("fsa"), std::string::npos) << hfa.status().ToString();
+  Result<Recipe> bad = ParseRecipe(std::string(kTopologyBase) + "  failure_policy: wait\n", "r.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("failure policy"), std::string::npos) << bad.status().ToString();
 }
 
 TEST(RecipeTest, ModeSpecificKeysParse) {
@@ -649,7 +663,7 @@ TEST(RecipeSchemaTest, TableIsWellFormed) {
                                                                  "algorithm", "data", "optimizer", "training", "sync", "accelerators",
                                                                  "topology", "security"}));
   EXPECT_EQ(RecipeSectionChildren("topology"),
-            (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts"}));
+            (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts", "failure_policy"}));
   EXPECT_EQ(RecipeSectionChildren("topology.datacentres[]"),
             (std::vector<std::string>{"name", "host", "workers", "servers", "scheduler_port", "slowdown"}));
 }

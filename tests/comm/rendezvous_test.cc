@@ -1,6 +1,7 @@
 // Scheduler + Postoffice: rendezvous, node table, barriers, refusals, heartbeats, shutdown. Every case runs over
 // LoopbackVan and inproc ZmqVan.
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -291,6 +292,60 @@ TEST_P(RendezvousTest, DestroyedNodeLeavesOnItsWayOut) {
   const Status s = tier.worker(0).Barrier("all");
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
   EXPECT_TRUE(Contains(s, "dc-a/worker1 stopped before the end of the job")) << s.ToString();
+}
+
+// topology.failure_policy: continue (CommOptions::continue_without_lost_workers): a dead worker is dropped, the
+// others are told (kNodeLeft, with its id), barriers and the goodbye no longer wait for it, the tier ends OK.
+TEST_P(RendezvousTest, ALostWorkerIsDroppedAndTheTierGoesOn) {
+  CommOptions o = FastOptions();
+  o.heartbeat_interval_ms = 20;
+  o.heartbeat_timeout_ms = 2000;  // not less: a starved scheduler thread would be declared silent
+  o.request_timeout_ms = 60000;
+  o.continue_without_lost_workers = true;
+  TestTier tier(*t_, MakeSpec(*t_, "dc-a", 1, 3, o));
+  ASSERT_TRUE(tier.Start().ok());
+  std::mutex mu;
+  std::vector<std::pair<int, std::string>> left;
+  tier.server(0).SetNodeLeftCallback([&](int id, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu);
+    left.emplace_back(id, why);
+  });
+  const int lost_id = tier.worker(1).my_id();
+  tier.worker_node(1).van->Stop();  // worker1 dies
+  // A barrier of the other workers is released without it (worker1 never arrives).
+  std::vector<Status> r = RunConcurrently({[&] { return tier.worker(0).Barrier("workers"); },
+                                           [&] { return tier.worker(2).Barrier("workers"); }});
+  for (const Status& st : r) EXPECT_TRUE(st.ok()) << st.ToString();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(left[0].first, lost_id);
+    EXPECT_TRUE(left[0].second.find("dc-a/worker1") != std::string::npos) << left[0].second;
+    EXPECT_TRUE(left[0].second.find("declared dead") != std::string::npos) << left[0].second;
+  }
+  EXPECT_TRUE(tier.worker(0).health().ok());
+  EXPECT_TRUE(tier.server(0).health().ok());
+  // The goodbye of everybody else ends the tier, OK.
+  std::vector<Status> f = RunConcurrently({[&] { return tier.server(0).Finalize(); },
+                                           [&] { return tier.worker(0).Finalize(); },
+                                           [&] { return tier.worker(2).Finalize(); }});
+  for (const Status& st : f) EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(tier.SchedulerResult().ok()) << tier.SchedulerResult().ToString();
+}
+
+// Without the policy (the default), or when the lost node is a server, the tier fails as before.
+TEST_P(RendezvousTest, ALostServerFailsTheTierEvenUnderContinue) {
+  CommOptions o = FastOptions();
+  o.heartbeat_interval_ms = 20;
+  o.heartbeat_timeout_ms = 2000;  // not less: a starved scheduler thread would be declared silent
+  o.request_timeout_ms = 60000;
+  o.continue_without_lost_workers = true;
+  TestTier tier(*t_, MakeSpec(*t_, "dc-a", 1, 2, o));
+  ASSERT_TRUE(tier.Start().ok());
+  tier.server_node(0).van->Stop();
+  const Status s = tier.worker(0).Barrier("workers");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_TRUE(Contains(s, "dc-a/server0")) << s.ToString();
 }
 
 TEST_P(RendezvousTest, SilentSchedulerIsDetected) {
