@@ -7,7 +7,7 @@ BUILD_TYPE ?= Release
 WERROR_FLAG := $(if $(filter true 1,$(CI)),-DGEOMX_WERROR=ON,)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps configure build run test fuzz clean
 
 all: build
 
@@ -36,6 +36,13 @@ run: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# libFuzzer targets (docs/fuzzing.md): clang build in build-fuzz, each target run for FUZZ_SECONDS on a scratch copy
+# of its corpus; fails when one finds a crash.
+FUZZ_SECONDS ?= 60
+fuzz:
+	bash scripts/install-deps.sh --fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD)

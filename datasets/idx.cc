@@ -151,6 +151,11 @@ Result<std::shared_ptr<const Dataset>> LoadIdxImages(const std::string& image_pa
     return Status::DataLoss(image_path + ": expected a 3-d u8 IDX image file [N, H, W], got " +
                             std::to_string(ih.dims.size()) + "-d " + std::string(IdxTypeName(ih.type)));
   }
+  // Before the labels: with a zero dim, N (any u32) is not tied to the file size (nor H x W, when N is 0).
+  if (ih.dims[1] == 0 || ih.dims[2] == 0 || ih.dims[2] > (int64_t{1} << 24) / ih.dims[1]) {
+    return Status::DataLoss(image_path + ": implausible image size " + std::to_string(ih.dims[1]) + "x" +
+                            std::to_string(ih.dims[2]));
+  }
   std::vector<int32_t> zeros;
   if (labels == nullptr) {
     zeros.assign(static_cast<size_t>(ih.dims[0]), 0);
@@ -158,10 +163,6 @@ Result<std::shared_ptr<const Dataset>> LoadIdxImages(const std::string& image_pa
   } else if (ih.dims[0] != static_cast<int64_t>(labels->size())) {
     return Status::DataLoss(image_path + " holds " + std::to_string(ih.dims[0]) + " images but " + label_path +
                             " holds " + std::to_string(labels->size()) + " labels");
-  }
-  if (ih.dims[1] == 0 || ih.dims[2] == 0 || ih.dims[1] * ih.dims[2] > (int64_t{1} << 24)) {
-    return Status::DataLoss(image_path + ": implausible image size " + std::to_string(ih.dims[1]) + "x" +
-                            std::to_string(ih.dims[2]));
   }
 
   DatasetInfo info;

@@ -53,8 +53,8 @@ Result<std::string> InspectIdx(const std::string& path, const FileBytes& file) {
   os << "count: " << h.dims[0] << "\nshape: " << ShapeText(h.dims) << "\n";
   const uint8_t* data = file.bytes.data() + h.data_offset;
   if (labels) {
-    std::vector<int64_t> counts(static_cast<size_t>(*std::max_element(data, data + h.data_bytes, std::less<>()) + 1));
-    if (h.data_bytes == 0) counts.clear();
+    std::vector<int64_t> counts;  // an empty label file has no largest label to size the histogram by
+    if (h.data_bytes > 0) counts.resize(static_cast<size_t>(*std::max_element(data, data + h.data_bytes) + 1));
     for (size_t i = 0; i < h.data_bytes; ++i) ++counts[data[i]];
     WriteHistogram(os, counts, {});
   } else if (u8 && h.data_bytes > 0) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 namespace geomx::data {
 
@@ -217,16 +218,24 @@ Result<Scaler> FitScaler(const Table& table, ScaleKind kind) {
   const size_t d = static_cast<size_t>(table.cols);
   s.offset.assign(d, 0.0f);
   s.scale.assign(d, 1.0f);
-  std::vector<double> sum(d, 0), sq(d, 0), lo(d, std::numeric_limits<double>::infinity()),
-      hi(d, -std::numeric_limits<double>::infinity()), amax(d, 0);
-  std::vector<int64_t> nonzero(d, 0);
+  // Per-column statistics; a sparse table's only for the columns that occur (its width, up to 2^26, is a number in
+  // the file: a few bytes must not size six temporaries of that many doubles). A column that never occurs keeps
+  // offset 0 and scale 1, what its implicit zeros give.
+  struct Stats {
+    double sum = 0, sq = 0, lo = std::numeric_limits<double>::infinity(),
+           hi = -std::numeric_limits<double>::infinity(), amax = 0;
+    int64_t nonzero = 0;
+  };
+  std::vector<Stats> dense_stats(table.sparse ? 0 : d);
+  std::unordered_map<size_t, Stats> sparse_stats;
   auto visit = [&](size_t j, double v) {
-    sum[j] += v;
-    sq[j] += v * v;
-    lo[j] = std::min(lo[j], v);
-    hi[j] = std::max(hi[j], v);
-    amax[j] = std::max(amax[j], std::fabs(v));
-    ++nonzero[j];
+    Stats& st = table.sparse ? sparse_stats[j] : dense_stats[j];
+    st.sum += v;
+    st.sq += v * v;
+    st.lo = std::min(st.lo, v);
+    st.hi = std::max(st.hi, v);
+    st.amax = std::max(st.amax, std::fabs(v));
+    ++st.nonzero;
   };
   for (int64_t i = 0; i < table.rows; ++i) {
     if (table.sparse) {
@@ -237,32 +246,37 @@ Result<Scaler> FitScaler(const Table& table, ScaleKind kind) {
     }
   }
   const double n = std::max<int64_t>(table.rows, 1);
-  for (size_t j = 0; j < d; ++j) {
-    if (table.sparse && nonzero[j] < table.rows) {  // implicit zeros
-      lo[j] = std::min(lo[j], 0.0);
-      hi[j] = std::max(hi[j], 0.0);
+  auto fit = [&](size_t j, Stats& st) {
+    if (table.sparse && st.nonzero < table.rows) {  // implicit zeros
+      st.lo = std::min(st.lo, 0.0);
+      st.hi = std::max(st.hi, 0.0);
     }
     switch (kind) {
       case ScaleKind::kStandard: {
-        const double mean = sum[j] / n;
-        const double var = std::max(0.0, sq[j] / n - mean * mean);
+        const double mean = st.sum / n;
+        const double var = std::max(0.0, st.sq / n - mean * mean);
         const double sd = std::sqrt(var);
         s.offset[j] = table.sparse ? 0.0f : static_cast<float>(mean);
         s.scale[j] = sd > 1e-12 ? static_cast<float>(1.0 / sd) : 1.0f;
         break;
       }
       case ScaleKind::kMinMax: {
-        const double range = hi[j] - lo[j];
-        s.offset[j] = std::isfinite(lo[j]) ? static_cast<float>(lo[j]) : 0.0f;
+        const double range = st.hi - st.lo;
+        s.offset[j] = std::isfinite(st.lo) ? static_cast<float>(st.lo) : 0.0f;
         s.scale[j] = range > 1e-12 ? static_cast<float>(1.0 / range) : 1.0f;
         break;
       }
       case ScaleKind::kMaxAbs:
-        s.scale[j] = amax[j] > 1e-12 ? static_cast<float>(1.0 / amax[j]) : 1.0f;
+        s.scale[j] = st.amax > 1e-12 ? static_cast<float>(1.0 / st.amax) : 1.0f;
         break;
       case ScaleKind::kNone:
         break;
     }
+  };
+  if (table.sparse) {
+    for (auto& [j, st] : sparse_stats) fit(j, st);
+  } else {
+    for (size_t j = 0; j < d; ++j) fit(j, dense_stats[j]);
   }
   return s;
 }

@@ -5,6 +5,9 @@
 #if defined(__x86_64__) && defined(__F16C__)
 #include <immintrin.h>
 #define GEOMX_HALF_HAS_F16C 1
+#if defined(__clang__)
+#include <cpuid.h>
+#endif
 #else
 #define GEOMX_HALF_HAS_F16C 0
 #endif
@@ -63,7 +66,14 @@ namespace {
 // This file is compiled with -mf16c, but the vector paths below run only after this runtime check says yes, so
 // the scalar paths keep working on CPUs without F16C.
 bool HasF16c() {
+#if defined(__clang__)
+  // clang (14) knows no "f16c" feature name for __builtin_cpu_supports: CPUID leaf 1, ECX bit 29.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  static const bool has = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0 &&
+                          __builtin_cpu_supports("avx");
+#else
   static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
   return has;
 }
 

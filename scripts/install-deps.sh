@@ -7,6 +7,9 @@
 #                                    (python3-sklearn, python3-xgboost, liblinear-tools, libsvm-tools, and OpenBLAS so
 #                                    that numpy and scikit-learn run on an optimised BLAS as their users' installs do)
 #                                    and, for --netns, iproute2 (ip, tc)
+#   scripts/install-deps.sh --fuzz   also clang with libFuzzer and the sanitizer runtimes (libclang-rt-dev) and
+#                                    LLVM's OpenMP (libomp-dev), for `make fuzz` (docs/fuzzing.md)
+#   The options combine: scripts/install-deps.sh --bench --fuzz
 set -euo pipefail
 
 packages=(
@@ -17,10 +20,21 @@ packages=(
   zlib1g-dev libgtest-dev libcurl4-openssl-dev libssl-dev
   dataset-fashion-mnist
 )
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy iproute2 python3-sklearn python3-xgboost liblinear-tools libsvm-tools
-             libopenblas0-pthread)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --bench)
+      packages+=(python3-torch python3-numpy iproute2 python3-sklearn python3-xgboost liblinear-tools libsvm-tools
+                 libopenblas0-pthread)
+      ;;
+    --fuzz)
+      packages+=(clang libclang-rt-dev libomp-dev)
+      ;;
+    *)
+      echo "install-deps: unknown option '$arg' (known: --bench, --fuzz)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

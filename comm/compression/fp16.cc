@@ -7,6 +7,9 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define GEOMX_HAVE_F16C_PATH 1
 #include <immintrin.h>
+#if defined(__clang__)
+#include <cpuid.h>
+#endif
 #else
 #define GEOMX_HAVE_F16C_PATH 0
 #endif
@@ -63,7 +66,14 @@ float HalfToFloatScalar(uint16_t h) {
 
 #if GEOMX_HAVE_F16C_PATH
 bool HasF16c() {
+#if defined(__clang__)
+  // clang (14) knows no "f16c" feature name for __builtin_cpu_supports: CPUID leaf 1, ECX bit 29.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  static const bool has = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0 &&
+                          __builtin_cpu_supports("avx");
+#else
   static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
   return has;
 }
 
