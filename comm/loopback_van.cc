@@ -122,11 +122,17 @@ Result<std::string> LoopbackVan::Bind(const std::string& address) {
     if (endpoint == kScheme) endpoint += "anonymous-" + std::to_string(network_->next_anonymous_++);
     auto& slot = network_->boxes_[endpoint];
     if (slot) {
-      std::lock_guard<std::mutex> box_lock(slot->mu);
-      if (slot->bound && !slot->stopped) {
-        return Status::AlreadyExists("loopback van: " + endpoint + " is already bound");
+      bool stopped;
+      {
+        std::lock_guard<std::mutex> box_lock(slot->mu);
+        if (slot->bound && !slot->stopped) {
+          return Status::AlreadyExists("loopback van: " + endpoint + " is already bound");
+        }
+        stopped = slot->stopped;
       }
-      if (slot->stopped) slot = std::make_shared<LoopbackNetwork::Mailbox>();
+      // Replaced only after its lock is released: the old mailbox may die with this assignment (found by TSan:
+      // the lock's destructor unlocked a freed mutex).
+      if (stopped) slot = std::make_shared<LoopbackNetwork::Mailbox>();
     } else {
       slot = std::make_shared<LoopbackNetwork::Mailbox>();
     }
