@@ -426,7 +426,11 @@ Result<size_t> ZmqVan::Send(int node_id, const Message& msg) {
     if (!InitFrame(frame, &zm)) {
       return Status::ResourceExhausted("ZmqVan::Send: zmq_msg_init: " + ZmqError(zmq_errno()));
     }
-    const int flags = i + 1 < num_frames ? ZMQ_SNDMORE : 0;
+    // With an unlimited high-water mark a send can only wait for a pipe, and an inproc:// PUSH has none once its
+    // receiving socket is gone: the first frame then fails at once instead of blocking the sender for
+    // send_timeout_ms (a scheduler answering a dead node's last heartbeat stalled its whole tier for 10 s).
+    const bool fail_fast = i == 0 && options_.send_hwm == 0;
+    const int flags = (i + 1 < num_frames ? ZMQ_SNDMORE : 0) | (fail_fast ? ZMQ_DONTWAIT : 0);
     int rc;
     while ((rc = zmq_msg_send(&zm, peer->socket, flags)) < 0 && zmq_errno() == EINTR) {
     }
@@ -446,9 +450,9 @@ Result<size_t> ZmqVan::Send(int node_id, const Message& msg) {
       }
       if (err == ETERM) return Status::Cancelled("ZmqVan::Send: context terminated");
       if (err == EAGAIN) {
+        const std::string waited = fail_fast ? std::string() : " for " + std::to_string(options_.send_timeout_ms) + " ms";
         return Status::Unavailable("ZmqVan::Send to node " + std::to_string(node_id) + " (" + peer->endpoint +
-                                   "): nobody received for " + std::to_string(options_.send_timeout_ms) +
-                                   " ms (its receiving socket is gone)");
+                                   "): nobody received" + waited + " (its receiving socket is gone)");
       }
       return Status::Internal("ZmqVan::Send to node " + std::to_string(node_id) + ": frame " + std::to_string(i) +
                               " of " + std::to_string(num_frames) + ": " + ZmqError(err));

@@ -39,9 +39,9 @@ struct ZmqVanOptions {
   int recv_hwm = 0;   // ZMQ_RCVHWM of the receiving socket; 0 = unlimited
   int linger_ms = 0;  // ZMQ_LINGER on close: how long unsent messages may delay Stop(); 0 = drop them
   // ZMQ_SNDTIMEO of every peer socket: a Send that cannot queue its message this long fails with kUnavailable
-  // instead of blocking forever. With unlimited high-water marks a tcp:// send only queues, but an inproc://
-  // PUSH whose receiving socket has closed blocks (a node outliving its scheduler: its heartbeat, then its
-  // destructor, hung). -1 = block forever.
+  // instead of blocking forever (a node outliving its scheduler: its heartbeat, then its destructor, hung). It
+  // applies only with a send high-water mark: with an unlimited one (send_hwm 0) a tcp:// send only queues, and a
+  // send that could not queue (an inproc:// PUSH whose receiving socket has closed) fails at once. -1 = forever.
   int send_timeout_ms = 10000;
   // Largest frame (header or data frame) the receiving socket accepts, in bytes. ZMQ_MAXMSGSIZE, which libzmq 4.3
   // checks per frame (each ZMTP frame is a "message" to its decoder) against the size field, before allocating:

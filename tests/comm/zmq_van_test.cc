@@ -286,11 +286,16 @@ TEST(ZmqVanStandaloneTest, BindErrorsAndRecvBeforeBind) {
 
 // Regression (found by `geomx bench soak`): over inproc://, a Send to a node whose receiving socket had closed
 // blocked forever in zmq_msg_send, so a node outliving its scheduler hung in its heartbeat thread and then in its
-// destructor. Now the send gives up after send_timeout_ms with kUnavailable.
-TEST(ZmqVanStandaloneTest, SendToAClosedInprocReceiverGivesUpInsteadOfBlocking) {
+// destructor. Now the send gives up with kUnavailable: after send_timeout_ms when a high-water mark is set, at once
+// with the default unlimited one (regression, CI: a scheduler answering a dead server's last heartbeat blocked for
+// the whole 10 s timeout, and its nodes declared the silent scheduler dead instead of the server).
+class ClosedReceiverTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ClosedReceiverTest, SendToAClosedInprocReceiverGivesUpInsteadOfBlocking) {
   ZmqContext context;
   ZmqVanOptions options;
-  options.send_timeout_ms = 200;
+  options.send_hwm = GetParam();
+  options.send_timeout_ms = options.send_hwm == 0 ? 600000 : 200;  // unlimited: must not wait at all
   ZmqVan sender(&context, options);
   auto receiver = std::make_unique<ZmqVan>(&context);
   ASSERT_TRUE(receiver->Bind("inproc://closing-receiver").ok());
@@ -317,6 +322,8 @@ TEST(ZmqVanStandaloneTest, SendToAClosedInprocReceiverGivesUpInsteadOfBlocking) 
   EXPECT_EQ(last.code(), StatusCode::kUnavailable) << last.ToString();
   EXPECT_NE(last.message().find("nobody received"), std::string::npos) << last.ToString();
 }
+
+INSTANTIATE_TEST_SUITE_P(HighWaterMarks, ClosedReceiverTest, ::testing::Values(0, 1000));
 
 INSTANTIATE_TEST_SUITE_P(Transports, ZmqVanTest, ::testing::Values("inproc", "tcp"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
