@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/cluster/roles.h"
+#include "algorithms/cluster/snapshots.h"
 #include "algorithms/cluster/tiers.h"
 #include "algorithms/cluster/training_worker.h"
 #include "algorithms/ps/key_schema.h"
@@ -47,6 +48,7 @@ Result<cluster::ClusterConfig> ClusterConfigOf(const Recipe& r) {
     c.worker_send = {.p3 = true, .max_in_flight_bytes = 8 * sizeof(float) * static_cast<uint64_t>(a.p3_slice_elements)};
   }
   c.seed = r.seed;
+  c.snapshot_every = r.topology.snapshot_every;
   return c;
 }
 
@@ -100,7 +102,14 @@ Status RunMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
   if (recipe.has_algorithm) return RunAlgorithmMasterWorker(recipe, env);
   GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));  // initial weights from recipe.seed
-  const ps::JobDescription job = JobOf(recipe, setup);
+  ps::JobDescription job = JobOf(recipe, setup);
+  if (env.resume) {
+    Result<int64_t> start = cluster::ResumeRound(c, job, env.snapshot_dir);
+    if (!start.ok()) return start.status().WithContext("--resume " + env.out_dir);
+    job.plan.start_round = *start;
+    GEOMX_LOG(kInfo) << "master worker: resuming the job at round " << *start << " from the snapshots in "
+                     << env.snapshot_dir;
+  }
   std::map<uint64_t, std::vector<float>> initial;
   uint64_t key = 0;
   for (nn::Parameter* p : setup.model->Parameters()) initial[key++] = p->data().ToFloatVector();
@@ -148,8 +157,10 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
     return dir.empty() ? comm::TrafficSnapshot{} : ReadTrafficDir(std::filesystem::path(dir) / "traffic");
   };
   if (evaluator && !env.out_dir.empty()) {
-    GEOMX_ASSIGN_OR_RETURN(RunDir opened, RunDir::OpenOrCreateForWorker(env.out_dir, RecipeToYaml(recipe)));
-    run.emplace(std::move(opened));
+    Result<RunDir> opened = env.resume ? RunDir::Open(env.out_dir)  // appends to the run's files
+                                       : RunDir::OpenOrCreateForWorker(env.out_dir, RecipeToYaml(recipe));
+    GEOMX_RETURN_IF_ERROR(opened.status());
+    run.emplace(std::move(opened).value());
     progress = std::make_unique<Progress>(stdout, false, recipe.training.log_every);
     listener = std::make_unique<RunListener>(&*run, progress.get(), &model, optimizer.get(), recipe.model.name,
                                              traffic);

@@ -27,6 +27,9 @@ struct ClusterEnv : cluster::RoleEnv {
   std::function<void(const std::string& worker, nn::Module& model)> on_worker_done;
   // Run folder of the evaluating worker (metrics, checkpoints, summary.json); empty: no files.
   std::string out_dir;
+  // The job resumes the run in out_dir (RoleSpec::resume): the master worker starts it at the round after the
+  // global servers' latest common snapshot; the evaluating worker appends to the run's files.
+  bool resume = false;
 };
 
 // The typed configuration every role of `recipe` shares (the recipe has a topology): topology, sync settings,

@@ -150,6 +150,7 @@ Status Launcher::Wait(const std::atomic<bool>* interrupted) {
   int next_signal = 0;  // escalation after `deadline`: SIGTERM, then SIGKILL; 0 = none pending
   Clock::time_point deadline{};
   Clock::time_point all_exited{};
+  Clock::time_point leftovers_deadline{};  // the job's needed children are done; may_fail ones still run
   for (;;) {
     const bool pipes_open = PumpOutput();
     if (RunningCount() == 0 && (!pipes_open || Clock::now() - all_exited > kPipeLinger)) break;
@@ -168,6 +169,12 @@ Status Launcher::Wait(const std::atomic<bool>* interrupted) {
         next_signal = SIGTERM;
         deadline = Clock::now() + grace;
       }
+    }
+    const bool needed_done = std::none_of(children_.begin(), children_.end(),
+                                          [](const Child& c) { return c.running && !c.spec.may_fail; });
+    if (failed < 0 && !was_interrupted && RunningCount() > 0 && needed_done) {
+      if (leftovers_deadline == Clock::time_point{}) leftovers_deadline = Clock::now() + grace;
+      if (Clock::now() >= leftovers_deadline) KillLeftovers();
     }
     if (next_signal != 0 && Clock::now() >= deadline && RunningCount() > 0) {
       SignalAll(next_signal);
@@ -250,7 +257,7 @@ int Launcher::ReapExited() {
       continue;
     }
     Reap(c);
-    if (ExitedCleanly(c.wait_status)) continue;
+    if (ExitedCleanly(c.wait_status) || c.left_over) continue;
     if (c.spec.may_fail) {
       lost_.push_back(c.spec.name + " " + DescribeExit(c.wait_status));
       const std::string line = "[launcher] " + lost_.back() + "; the job goes on without it "
@@ -320,6 +327,16 @@ void Launcher::Reap(Child& child) {
   }
   child.wait_status = status;
   child.running = false;
+}
+
+void Launcher::KillLeftovers() {
+  for (Child& c : children_) {
+    if (!c.running || c.left_over) continue;
+    c.left_over = true;
+    lost_.push_back(c.spec.name + " was still running after the job ended (dropped from it, e.g. frozen); killed");
+    options_.sink("[launcher] " + lost_.back());
+    kill(-c.pid, SIGKILL);  // a stopped process cannot handle a gentler signal
+  }
 }
 
 void Launcher::SignalAll(int sig) {

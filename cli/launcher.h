@@ -40,7 +40,9 @@ struct ChildSpec {
   std::string name;               // "dc-a/worker0": prefixes its output and names it in errors
   std::vector<std::string> argv;  // argv[0] is the program (a path, or a name looked up in PATH)
   // Its failure does not stop the others (a worker under topology.failure_policy: continue): it is reported on a
-  // "[launcher]" line and listed in lost(); Wait then returns OK if every other child exits 0.
+  // "[launcher]" line and listed in lost(); Wait then returns OK if every other child exits 0. Once every child
+  // that may not fail has exited 0, such a child still running after `grace_period_ms` (a worker the job dropped
+  // because it froze: SIGSTOP) is killed, reported and listed in lost() too.
   bool may_fail = false;
 };
 
@@ -90,6 +92,7 @@ class Launcher {
     std::deque<std::string> tail;
     bool running = false;
     int wait_status = 0;  // from waitpid, once !running
+    bool left_over = false;  // killed because it outlived the job (may_fail only)
   };
 
   bool PumpOutput();  // waits up to one poll period for output and relays it; false when no pipe is open
@@ -98,6 +101,7 @@ class Launcher {
   void Drain(Child& child, bool to_eof);  // reads what the pipe holds; on EOF flushes the partial line
   void Reap(Child& child);                // after the child exited: kills its group's leftovers, waits
   void SignalAll(int sig);
+  void KillLeftovers();  // SIGKILL to the may_fail children still running once the job is done
   size_t RunningCount() const;
   void KillAll();
   static std::string DescribeExit(int wait_status);

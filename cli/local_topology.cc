@@ -92,10 +92,13 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
   plan.secure = SecurityEnabled(recipe.security.encryption, hosts);
   plan.keys = recipe.security.keys;
   if (plan.secure && plan.keys.empty()) {
-    plan.keys = plan.generated_keys = (fs::path(plan.run_dir) / "keys").string();
+    plan.keys = (fs::path(plan.run_dir) / "keys").string();
+    std::error_code ec;
+    if (flags.resume.empty() || !fs::exists(plan.keys, ec)) plan.generated_keys = plan.keys;  // resumed: kept
     common.insert(common.end(), {"--set", "security.keys=" + plan.keys});
   }
-  common.insert(common.end(), {"--out", plan.run_dir});
+  // Resuming: every process continues the run folder (the master worker starts the job after its snapshots).
+  common.insert(common.end(), {flags.resume.empty() ? "--out" : "--resume", plan.run_dir});
 
   // The recipe file the processes read: the one given (or, resuming, the run's recipe.yaml).
   const std::string recipe_path = recipe.source;

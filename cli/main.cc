@@ -59,9 +59,10 @@ int main(int argc, char** argv) {
   app.footer(
       "Forms (docs/cli.md):\n"
       "  geomx train RECIPE [--set KEY=VALUE]... [--out DIR] [--dry-run]\n"
-      "  geomx train RECIPE --party P --rank N [--set KEY=VALUE]... [--out DIR] [--dry-run]   one worker, multi-host\n"
+      "  geomx train RECIPE --party P --rank N [--set KEY=VALUE]... [--out DIR | --resume DIR] [--dry-run]\n"
       "  geomx train --resume DIR [--set KEY=VALUE]...\n"
-      "  geomx serve --role ROLE RECIPE [--party P] [--rank N] [--set KEY=VALUE]... [--out DIR] [--dry-run]\n"
+      "  geomx serve --role ROLE RECIPE [--party P] [--rank N] [--set KEY=VALUE]... [--out DIR | --resume DIR]\n"
+      "              [--dry-run]\n"
       "  geomx eval RUN [RECIPE] [--set KEY=VALUE]... [--json]\n"
       "  geomx predict RUN INPUT --out FILE [--threads N]\n"
       "  geomx plot RUN [RUN...] [--out FILE.png]\n"
@@ -194,6 +195,8 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--rank", serve.rank, "Index among the party's processes of this role (default 0)");
   serve_cmd->add_option("--set", serve.sets, "Override a recipe key (repeatable), e.g. ports of a deployment");
   serve_cmd->add_option("--out", serve.out, "Run folder");
+  serve_cmd->add_option("--resume", serve.resume,
+                        "Continue the run in this folder from its server snapshots (instead of --out)");
   serve_cmd->add_flag("--dry-run", serve.dry_run, "Print the resolved role and where it listens, then exit");
   serve_cmd->footer(
       "Example:\n  geomx serve --role global-scheduler recipes/geo2x2.yaml\n"
@@ -240,11 +243,7 @@ int main(int argc, char** argv) {
 
   geomx::Status status;
   if (train_cmd->parsed() && (train_cmd->count("--party") > 0 || train_cmd->count("--rank") > 0)) {
-    if (!train.resume.empty()) {
-      status = geomx::Status::InvalidArgument(
-          "--resume restarts a whole single-host run; a worker of a deployment (--party/--rank) resumes from "
-          "its run folder (--out)");
-    } else if (train.recipe.empty()) {
+    if (train.recipe.empty()) {
       status = geomx::Status::InvalidArgument("train --party: a RECIPE file is required");
     } else if (worker.party.empty()) {
       status = geomx::Status::InvalidArgument("--rank needs --party: the data centre the worker belongs to");
@@ -252,6 +251,7 @@ int main(int argc, char** argv) {
       worker.recipe = train.recipe;
       worker.sets = train.sets;
       worker.out = train.out;
+      worker.resume = train.resume;
       worker.dry_run = train.dry_run;
       status = geomx::cli::RunRoleCommand(worker, &g_interrupted);
     }

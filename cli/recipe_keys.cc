@@ -394,6 +394,14 @@ std::vector<RecipeKey> BuildTable() {
        .allowed = {"stop", "continue"}, .noun = "failure policy",
        .help = "A data centre's worker dies or fails: stop the job, or continue without it (its shard is skipped; "
                "sync.mode fsa; servers always stop the job)."},
+      {.path = "topology.snapshot_every", .field = [](R r) -> F { return &r.topology.snapshot_every; },
+       .range = AtLeast(0),
+       .help = "Global servers snapshot the model and optimizer state every N rounds into RUN/snapshots, so "
+               "`geomx train --resume RUN` continues the job from there (sync.mode fsa); 0 = never."},
+      {.path = "topology.max_restarts", .field = [](R r) -> F { return &r.topology.max_restarts; },
+       .range = AtLeast(0),
+       .help = "`geomx train` on one host: when a process fails or is killed, restart the whole job from the "
+               "servers' last snapshots, up to N times (needs snapshot_every > 0)."},
       {.path = "security.encryption", .field = [](R r) -> F { return &r.security.encryption; },
        .allowed = {"auto", "on", "off"}, .noun = "encryption setting",
        .help = "CurveZMQ encryption and authentication of every link; auto = on when a topology host is not "

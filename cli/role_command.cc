@@ -93,7 +93,15 @@ Result<RoleSpec> ResolveRoleSpec(const Recipe& recipe, const RoleFlags& flags) {
                                    "; roles: " + Join(ServeRoleNames()));
   }
   const comm::Topology& t = recipe.topology;
-  RoleSpec spec{.kind = role->kind, .party = "central", .rank = flags.rank, .out_dir = flags.out};
+  if (!flags.resume.empty() && !flags.out.empty() && flags.resume != flags.out) {
+    return Status::InvalidArgument("--resume " + flags.resume + " and --out " + flags.out +
+                                   ": a resumed run continues in its own folder; give only --resume");
+  }
+  RoleSpec spec{.kind = role->kind,
+                .party = "central",
+                .rank = flags.rank,
+                .out_dir = flags.resume.empty() ? flags.out : flags.resume,
+                .resume = !flags.resume.empty()};
   if (flags.rank < 0) return Status::InvalidArgument("--rank must be >= 0, got " + std::to_string(flags.rank));
 
   if (role->central) {

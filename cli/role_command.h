@@ -20,6 +20,7 @@ struct RoleFlags {
   std::string party;              // --party: a data centre's name, or "central"/empty for the central roles
   int rank = 0;                   // --rank
   std::string out;                // --out: the run folder
+  std::string resume;             // --resume RUN: continue that run (the run folder; instead of --out)
   bool dry_run = false;           // print the resolved role and where it connects, then exit
 };
 

@@ -140,6 +140,8 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
   };
   env.node_bind = [](const std::string&, const std::string& host) { return "tcp://" + NumericHost(host) + ":0"; };
   env.out_dir = spec.out_dir;
+  env.resume = spec.resume;
+  if (!spec.out_dir.empty()) env.snapshot_dir = (std::filesystem::path(spec.out_dir) / "snapshots").string();
   SetLogPrefix("");  // the launcher prefixes every line with the process name
   TrafficPublisher publisher(
       spec.out_dir.empty() ? std::filesystem::path() : std::filesystem::path(spec.out_dir) / "traffic" /

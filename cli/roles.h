@@ -20,6 +20,9 @@ struct RoleSpec {
   std::string party;    // a data centre's name, or "central"
   int rank = 0;         // index among the party's processes of this kind
   std::string out_dir;  // the run folder (--out); workers write metrics and checkpoints there; may be empty
+  // --resume RUN (out_dir is RUN): the job continues the run from its servers' snapshots; the master worker
+  // finds the round, the evaluating worker appends to the run's files.
+  bool resume = false;
 };
 
 // Runs the role until training ends, a peer fails, or *interrupted turns true (Ctrl-C: workers checkpoint, then

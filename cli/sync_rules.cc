@@ -43,6 +43,20 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
                                               : "sync.mode: " + s.mode + " cannot") +
                         ": use stop, or sync.mode: fsa"});
   }
+  if (recipe.topology.snapshot_every > 0 &&
+      (!traits.snapshots || recipe.has_algorithm || recipe.optimizer_where != "global-server")) {
+    out->push_back({{"topology.snapshot_every", "sync.mode", "optimizer.where", "algorithm"}, "topology.snapshot_every",
+                    std::string("snapshots hold the global servers' model and optimizer state, which is the whole "
+                                "job's state with sync.mode fsa and optimizer.where: global-server") +
+                        (recipe.has_algorithm ? "; a classical algorithm is fitted in one go"
+                                              : "; the recipe has sync.mode: " + s.mode + ", optimizer.where: " +
+                                                    recipe.optimizer_where) +
+                        ": use 0, or those settings"});
+  }
+  if (recipe.topology.max_restarts > 0 && recipe.topology.snapshot_every == 0) {
+    out->push_back({{"topology.max_restarts", "topology.snapshot_every"}, "topology.max_restarts",
+                    "a restarted job continues from the servers' snapshots: set topology.snapshot_every too"});
+  }
   if (traits.averages_models && links.lan()) {
     out->push_back(
         {{"accelerators.links.worker_to_local", "accelerators.links.local_to_worker", "accelerators.compression"},

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "algorithms/cluster/snapshots.h"
 #include "cli/cluster.h"
 #include "cli/estimator_run.h"
 #include "cli/json_writer.h"
@@ -31,19 +32,52 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The job's processes on this machine, restarted from the servers' snapshots after a failure (not a user error,
+// not Ctrl-C) up to topology.max_restarts times. `job`: the neural job (null for algorithm recipes, which have no
+// snapshots).
+Status RunWithRestarts(const TrainFlags& flags, const Recipe& recipe, const ps::JobDescription* job,
+                       const fs::path& run_dir, const std::atomic<bool>* interrupted) {
+  Status status = RunLocalTopology(flags, recipe, interrupted);
+  for (int restart = 1; restart <= recipe.topology.max_restarts && status.code() == StatusCode::kUnavailable &&
+                        job != nullptr && !(interrupted != nullptr && *interrupted);
+       ++restart) {
+    GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig config, ClusterConfigOf(recipe));
+    Result<int64_t> start = cluster::ResumeRound(config, *job, run_dir / "snapshots");
+    if (!start.ok()) {
+      std::printf("geomx: cannot restart the job: %s\n", start.status().message().c_str());
+      break;
+    }
+    std::printf("geomx: %s\ngeomx: restarting the job from round %lld (restart %d of %d, topology.max_restarts)\n",
+                status.message().c_str(), static_cast<long long>(*start), restart, recipe.topology.max_restarts);
+    std::fflush(stdout);
+    TrainFlags again = flags;
+    again.out.clear();
+    again.resume = run_dir.string();
+    status = RunLocalTopology(again, recipe, interrupted);
+  }
+  return status;
+}
+
 // `geomx train RECIPE` for a recipe with a topology: every role as its own process on this machine
 // (cli/local_topology.h). The evaluating worker writes metrics and summary.json into the run folder; every
 // process publishes its traffic there, and the whole job's traffic goes into the summary at the end.
-Status RunTopologyTraining(const TrainFlags& flags, const Recipe& recipe, const std::atomic<bool>* interrupted) {
+Status RunTopologyTraining(const TrainFlags& flags, const Recipe& recipe, const ps::JobDescription* job,
+                           const std::atomic<bool>* interrupted) {
   GEOMX_RETURN_IF_ERROR(CheckTopologyTraining(recipe));
   TrainFlags f = flags;
   if (f.out.empty()) f.out = RunDir::DefaultPath("runs", recipe.name).string();
-  GEOMX_ASSIGN_OR_RETURN(RunDir run, RunDir::Create(f.out, RecipeToYaml(recipe)));
+  Result<RunDir> opened =
+      flags.resume.empty() ? RunDir::Create(f.out, RecipeToYaml(recipe)) : RunDir::Open(flags.resume);
+  GEOMX_RETURN_IF_ERROR(opened.status());
+  RunDir run = std::move(opened).value();
+  if (!flags.resume.empty()) {  // keeps the new overrides (the processes read the run's recipe.yaml)
+    GEOMX_RETURN_IF_ERROR(WriteFileAtomically(run.path() / "recipe.yaml", RecipeToYaml(recipe)));
+  }
   std::printf("geomx: starting %s on this machine (%d data centres, %d workers); run folder %s\n",
               recipe.name.c_str(), static_cast<int>(recipe.topology.datacentres.size()),
               recipe.topology.total_workers(), run.path().c_str());
   std::fflush(stdout);
-  const Status status = RunLocalTopology(f, recipe, interrupted);
+  const Status status = RunWithRestarts(f, recipe, job, run.path(), interrupted);
 
   // summary.json agrees with the job's ending: the evaluating worker wrote it (or died first); a failure elsewhere
   // (a killed server, a dead scheduler) makes it "failed" with the cause, Ctrl-C "interrupted". The whole job's
@@ -132,7 +166,7 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
                   RecipeToYaml(recipe).c_str(), recipe.algorithm.name.c_str());
       return PrintLocalTopologyPlan(flags, recipe);
     }
-    return RunTopologyTraining(flags, recipe, interrupted);
+    return RunTopologyTraining(flags, recipe, nullptr, interrupted);
   }
   GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
   GEOMX_RETURN_IF_ERROR(CheckBatchFitsTrainingSet(recipe, *setup.data.train));
@@ -146,10 +180,16 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
     return recipe.has_topology ? PrintLocalTopologyPlan(flags, recipe) : Status::Ok();
   }
   if (recipe.has_topology) {
-    if (!flags.resume.empty()) {
-      return Status::Unimplemented("--resume of a run with a topology is not available in this build yet");
+    if (!flags.resume.empty()) {  // the master worker finds the round again; this is the check before any start
+      GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig config, ClusterConfigOf(recipe));
+      Result<int64_t> start =
+          cluster::ResumeRound(config, JobOf(recipe, setup), fs::path(flags.resume) / "snapshots");
+      if (!start.ok()) return Status::InvalidArgument("--resume " + flags.resume + ": " + start.status().message());
+      std::printf("resuming %s at round %lld from its server snapshots\n", flags.resume.c_str(),
+                  static_cast<long long>(*start));
     }
-    return RunTopologyTraining(flags, recipe, interrupted);
+    const ps::JobDescription job = JobOf(recipe, setup);
+    return RunTopologyTraining(flags, recipe, &job, interrupted);
   }
 
   // 2. The run folder: new, or the one being resumed.

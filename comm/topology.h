@@ -38,6 +38,12 @@ struct Topology {
   // What a data centre does when one of its workers dies or fails: "stop" the whole job, or "continue" without
   // it (CommOptions::continue_without_lost_workers of the data centres' tiers; sync modes that can: fsa).
   std::string failure_policy = "stop";
+  // Global servers snapshot their state every this many rounds into the run folder, so `geomx train --resume`
+  // can continue the job (algorithms/cluster/snapshots.h); 0 = never.
+  int64_t snapshot_every = 0;
+  // `geomx train` on one host: after a process fails, restart the whole job from the snapshots up to this many
+  // times (needs snapshot_every > 0).
+  int max_restarts = 0;
 
   int total_workers() const {
     int n = 0;

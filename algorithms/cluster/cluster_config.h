@@ -25,6 +25,9 @@ struct ClusterConfig {
   comm::SendPathOptions worker_send;    // send-path accelerators of the workers' links (P3)
   int64_t split_bytes = 4 << 20;        // slices of every tier's layout (MultiGPS; smaller with P3)
   uint64_t seed = 42;
+  // Global servers snapshot their state every this many rounds (snapshots.h); 0 = never. Needs a mode with
+  // SyncModeTraits::snapshots and RoleEnv::snapshot_dir.
+  int64_t snapshot_every = 0;
 };
 
 // Where the roles get their transport, and who watches them. Thread-safe functions (roles of one process call
@@ -40,6 +43,9 @@ struct RoleEnv {
   // Called by a server role with its sync policy after the job ended, before the policy is destroyed (tests
   // read the policy's counters; a monitor could save its state). May be empty.
   std::function<void(const std::string& node, sync::ServerPolicy& policy)> on_server_done;
+  // Where global servers write their snapshots and, for a resumed job (JobPlan::start_round > 0), read them
+  // back (snapshots.h); empty: no snapshots (a resumed job then fails naming it).
+  std::string snapshot_dir;
 };
 
 }  // namespace geomx::cluster

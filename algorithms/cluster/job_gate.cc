@@ -51,27 +51,28 @@ void JobGate::HandleControl(const comm::KvRequest& req, comm::KvServer& server) 
     if (handler != nullptr) return handler->Handle(req, server);
     return server.RespondControl(req, Status::InvalidArgument("unknown control command '" + command + "'"));
   }
+  server.RespondControl(req, Set(req.meta.body));
+}
+
+Status JobGate::Set(const std::string& body) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (job_) {
-      return server.RespondControl(req, req.meta.body == body_ ? Status::Ok()
-                                                               : Status::InvalidArgument("a different job is set"));
-    }
+    if (job_) return body == body_ ? Status::Ok() : Status::InvalidArgument("a different job is set");
   }
-  Result<ps::JobDescription> job = ps::DecodeJob(req.meta.body);
-  if (!job.ok()) return server.RespondControl(req, job.status().WithContext("set-job"));
+  Result<ps::JobDescription> job = ps::DecodeJob(body);
+  if (!job.ok()) return job.status().WithContext("set-job");
   Result<comm::ServerHandler*> handler = install_(*job);
-  if (!handler.ok()) return server.RespondControl(req, handler.status().WithContext("set-job"));
+  if (!handler.ok()) return handler.status().WithContext("set-job");
   std::vector<std::pair<comm::KvRequest, comm::KvServer*>> waiting;
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = std::move(job).value();
-    body_ = req.meta.body;
+    body_ = body;
     handler_ = *handler;
     waiting.swap(waiting_);
   }
-  for (auto& [query, srv] : waiting) srv->RespondControl(query, Status::Ok(), req.meta.body);
-  server.RespondControl(req, Status::Ok());
+  for (auto& [query, srv] : waiting) srv->RespondControl(query, Status::Ok(), body);
+  return Status::Ok();
 }
 
 }  // namespace geomx::cluster

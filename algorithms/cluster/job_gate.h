@@ -28,6 +28,10 @@ class JobGate final : public comm::ServerHandler {
   // The installed job, once set.
   std::optional<ps::JobDescription> job() const;
 
+  // What a "set-job" request with `body` does (the local servers, which know the job, set it themselves so their
+  // workers can ask for it): installs the job and answers the waiting "get-job" queries. The status is the answer.
+  Status Set(const std::string& body);
+
  private:
   void HandleControl(const comm::KvRequest& req, comm::KvServer& server);
 

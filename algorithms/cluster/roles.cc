@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "algorithms/cluster/job_gate.h"
+#include "algorithms/cluster/snapshots.h"
 #include "algorithms/cluster/tiers.h"
 #include "algorithms/ps/aux_servers.h"
 #include "comm/codec.h"
@@ -66,6 +67,7 @@ Result<ps::JobDescription> FetchJob(Postoffice& global_po) {
 }
 
 // The master's initial values of the keys whose init is the master's, in one request per link.
+// A resumed job (plan.start_round > 0): the global servers restored the parameters from their snapshots.
 Status PushInitialValues(const ClusterConfig& c, const ps::JobDescription& job,
                          const std::map<uint64_t, std::vector<float>>& initial, comm::KvWorker& kv) {
   std::vector<uint64_t> dense_keys, aux_dense_keys;
@@ -76,6 +78,7 @@ Status PushInitialValues(const ClusterConfig& c, const ps::JobDescription& job,
   rows.round = comm::kInitRound;
   for (const ps::KeyDef& k : job.schema.keys()) {
     if (k.init != ps::KeyInit::kFromMaster) continue;
+    if (job.plan.start_round > 0 && k.role == ps::KeyRole::kParameter) continue;
     auto it = initial.find(k.key);
     if (it == initial.end() || it->second.size() != k.elems) {
       return Status::InvalidArgument("master worker: no initial value of " + std::to_string(k.elems) +
@@ -149,7 +152,11 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
     Status s = served.policy->RemoveSender(node_id);
     if (!s.ok()) GEOMX_LOG(kError) << name << ": " << s.ToString() << " (" << why << ")";
   });
-  comm::KvServer server(&local_po, kAppId, served.handler());
+  // The data centre's workers may ask their local server for the job (a resumed job's start round).
+  comm::ServerHandler* const handler = served.handler();
+  JobGate gate([handler](const ps::JobDescription&) -> Result<comm::ServerHandler*> { return handler; });
+  GEOMX_RETURN_IF_ERROR(gate.Set(ps::EncodeJob(job)));
+  comm::KvServer server(&local_po, kAppId, &gate);
   // Teardown, also on early returns: upward requests still pending are cancelled first, while the handlers, the
   // server and both postoffices that their callbacks reach are alive.
   struct CancelUpward {
@@ -192,7 +199,7 @@ Status RunScheduler(const ClusterConfig& c, const std::string& party, const Role
 
 Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
   GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<sync::SyncMode> mode, sync::CreateSyncMode(c.sync));
-  const std::string name = std::string(kCentral) + "/global-server" + std::to_string(rank);
+  const std::string name = GlobalServerName(rank);
   auto van = env.make_van(name);
   Postoffice po(GlobalTier(c.topology, env), NodeInfo{-1, NodeRole::kServer, rank, name, kCentral, ""}, van.get());
   GEOMX_RETURN_IF_ERROR(po.Start(env.node_bind(name, c.topology.central_host)));
@@ -200,9 +207,28 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
   JobGate gate([&](const ps::JobDescription& job) -> Result<comm::ServerHandler*> {
     served.sync_job = MakeSyncJob(c, job);
     GEOMX_ASSIGN_OR_RETURN(served.layout, LayoutOf(c, job, c.topology.global_servers));
+    const bool snapshots =
+        c.snapshot_every > 0 && sync::TraitsOf(c.sync.mode).snapshots && !env.snapshot_dir.empty();
     if (job.schema.Has(ps::KeyRole::kParameter)) {
-      GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeGlobalServer(sync::ServerArgs{
-                                                &served.sync_job, served.layout, c.links.global, env.observer}));
+      sync::ServerArgs args{&served.sync_job, served.layout, c.links.global, env.observer};
+      args.rank = rank;
+      if (snapshots) {
+        args.round_done = [&served, &env, &c, name](int64_t round) {
+          if ((round + 1) % c.snapshot_every != 0 || served.policy->state() == nullptr) return;
+          Status s = WriteSnapshot(env.snapshot_dir, name, round, *served.policy->state());
+          if (!s.ok()) GEOMX_LOG(kError) << name << ": snapshot of round " << round << ": " << s.ToString();
+        };
+      }
+      GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeGlobalServer(args));
+      if (job.plan.start_round > 0 && HoldsParameterSlices(job.schema, served.layout, rank)) {
+        if (env.snapshot_dir.empty()) {
+          return Status::FailedPrecondition("resuming at round " + std::to_string(job.plan.start_round) +
+                                            ": this server has no run folder to read its snapshot from");
+        }
+        GEOMX_RETURN_IF_ERROR(
+            RestoreSnapshot(env.snapshot_dir, name, job.plan.start_round - 1, *served.policy));
+        GEOMX_LOG(kInfo) << name << ": restored round " << job.plan.start_round - 1 << " from its snapshot";
+      }
     }
     if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision) ||
         job.schema.Has(ps::KeyRole::kLocal)) {
@@ -267,6 +293,9 @@ Status RunStateServer(const ClusterConfig& c, const RoleEnv& env) {
   args.workers = c.topology.total_workers();
   args.timeout_ms = StateServerTimeoutMs(c);
   args.observer = env.observer;
+  for (const comm::DataCentre& dc : c.topology.datacentres) {  // in worker-index order (WorkerIndex)
+    for (int r = 0; r < dc.workers; ++r) args.worker_names.push_back(WorkerName(dc.name, r));
+  }
   return mode->RunStateServer(args);
 }
 

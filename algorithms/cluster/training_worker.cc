@@ -3,6 +3,7 @@
 #include "algorithms/cluster/roles.h"
 #include "algorithms/cluster/worker_session.h"
 #include "algorithms/train/slowdown_update.h"
+#include "engine/base/logging.h"
 
 namespace geomx::cluster {
 
@@ -24,6 +25,17 @@ Status RunTrainingWorker(const TrainingWorkerArgs& a) {
   wargs.observer = a.env->observer;
   GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<sync::WorkerSync> update, mode->MakeWorker(wargs));
   GEOMX_RETURN_IF_ERROR(update->PullInitial(a.model->Parameters()));
+  // A resumed job starts at the master's start round: the data position and the schedule continue from there.
+  GEOMX_ASSIGN_OR_RETURN(const ps::JobDescription served_job, session->FetchJob());
+  const int64_t start = served_job.plan.start_round;
+  const int64_t per_epoch = a.job.plan.iterations_per_epoch;
+  if (served_job.plan.iterations_per_epoch != per_epoch ||
+      served_job.schema.keys().size() != a.job.schema.keys().size()) {
+    return Status::InvalidArgument(session->name() + ": the job of the master worker (" +
+                                   std::to_string(served_job.schema.keys().size()) + " keys, " +
+                                   std::to_string(served_job.plan.iterations_per_epoch) +
+                                   " rounds per epoch) is not this worker's: do both use the same recipe?");
+  }
   const float slowdown = c.topology.datacentres[session->dc_index()].slowdown;
   train::SlowdownUpdate slowed(update.get(), slowdown);
   train::ParameterUpdate* applied = slowdown > 1.0f ? static_cast<train::ParameterUpdate*>(&slowed) : update.get();
@@ -34,6 +46,10 @@ Status RunTrainingWorker(const TrainingWorkerArgs& a) {
   update->Configure(&to.training);
   train::Trainer trainer(to, a.model, a.optimizer, &loader, a.test, a.listener, a.interrupted, applied);
   train::TrainState state;
+  state.iteration = start;
+  state.epoch = static_cast<int>(start / per_epoch);
+  state.epoch_iteration = start % per_epoch;
+  if (start > 0) GEOMX_LOG(kInfo) << session->name() << ": resuming at round " << start;
   Result<train::StopReason> reason = trainer.Run(&state);
   if (a.on_trained) a.on_trained(reason, state);
   if (!reason.ok()) {

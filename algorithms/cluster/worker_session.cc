@@ -2,6 +2,7 @@
 
 #include "algorithms/cluster/roles.h"
 #include "algorithms/cluster/tiers.h"
+#include "comm/codec.h"
 
 namespace geomx::cluster {
 
@@ -57,6 +58,14 @@ sync::StateServerAccess WorkerSession::StateServer() const {
   a.bind = env_.node_bind(node, host_);
   a.timeout_ms = StateServerTimeoutMs(config_);
   return a;
+}
+
+Result<ps::JobDescription> WorkerSession::FetchJob() {
+  GEOMX_ASSIGN_OR_RETURN(std::string body,
+                         kv_->QueryControl(0, comm::EncodeFields({{"command", ps::kGetJobCommand}})));
+  Result<ps::JobDescription> job = ps::DecodeJob(body);
+  if (!job.ok()) return job.status().WithContext(ServerName(config_.topology.datacentres[dc_index_].name, 0));
+  return job;
 }
 
 Status WorkerSession::Finish() { return po_->Finalize(); }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "algorithms/cluster/cluster_config.h"
+#include "algorithms/ps/job.h"
 #include "algorithms/ps/key_schema.h"
 #include "algorithms/ps/ps_context.h"
 #include "comm/kv_link.h"
@@ -38,6 +39,9 @@ class WorkerSession {
   const std::string& name() const { return name_; }
   const ps::KeySchema& schema() const { return schema_; }
 
+  // The job as the data centre's local server 0 has it (kControl "get-job"): the master worker's description,
+  // e.g. the start round of a resumed job. Errors: the server's, or kDataLoss for a malformed answer.
+  Result<ps::JobDescription> FetchJob();
   // Tells the tier this worker is done and waits for the others (comm::Postoffice::Finalize).
   Status Finish();
   // Leaves the tier early because of `why` (comm::Postoffice::Leave): the tier's other nodes hear it at once.

@@ -69,6 +69,7 @@ std::string EncodeJob(const JobDescription& job) {
   f["iterations_per_epoch"] = std::to_string(job.plan.iterations_per_epoch);
   f["epochs"] = std::to_string(job.plan.epochs);
   f["max_iterations"] = std::to_string(job.plan.max_iterations);
+  f["start_round"] = std::to_string(job.plan.start_round);
   f["schedule"] = job.schedule.name;
   f["schedule.step_epochs"] = std::to_string(job.schedule.step_epochs);
   f["schedule.gamma"] = comm::NumberField(job.schedule.gamma);
@@ -92,6 +93,12 @@ Result<JobDescription> DecodeJob(const std::string& body) {
   GEOMX_RETURN_IF_ERROR(Integer(f, "epochs", 1, &v));
   job.plan.epochs = static_cast<int>(std::min<int64_t>(v, INT32_MAX));
   GEOMX_RETURN_IF_ERROR(Integer(f, "max_iterations", 0, &job.plan.max_iterations));
+  GEOMX_RETURN_IF_ERROR(Integer(f, "start_round", 0, &job.plan.start_round));
+  if (job.plan.start_round >= job.plan.total_rounds()) {
+    return Status::InvalidArgument("job: start_round " + std::to_string(job.plan.start_round) +
+                                   " is not before the job's end (" + std::to_string(job.plan.total_rounds()) +
+                                   " rounds)");
+  }
   GEOMX_ASSIGN_OR_RETURN(job.optimizer, OptimizerFromFields(f));
   job.schedule.name = f["schedule"];
   GEOMX_RETURN_IF_ERROR(Integer(f, "schedule.step_epochs", 1, &v));

@@ -20,6 +20,10 @@ struct JobPlan {
   int64_t iterations_per_epoch = 1;  // >= 1: rounds per epoch (every worker takes part in every round)
   int epochs = 1;                    // >= 1
   int64_t max_iterations = 0;        // 0: none; else the run stops after this many rounds
+  // The first round to run: 0, or, for a job resumed from server snapshots (algorithms/cluster/snapshots.h), the
+  // round after the snapshots'. Global servers restore their state of round start_round - 1 and workers begin
+  // their iteration count (data position, learning-rate schedule) there. < total_rounds().
+  int64_t start_round = 0;
 
   // epochs x iterations_per_epoch: the length the learning-rate schedule is planned over.
   int64_t scheduled_rounds() const { return iterations_per_epoch * epochs; }

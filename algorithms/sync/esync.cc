@@ -288,6 +288,16 @@ Status RunEsyncStateServer(const StateServerArgs& args, int max_local_steps) {
       continue;
     }
     const int r = static_cast<int>(*rank);
+    if (van->authenticates() &&
+        (static_cast<size_t>(r) >= args.worker_names.size() || req.peer != args.worker_names[r])) {
+      // A member (or a stranger admitted by nobody's mistake) speaking for another worker: no answer, no state.
+      GEOMX_LOG(kWarning) << "esync state server: dropped a request for worker rank " << r << " from member '"
+                          << req.peer << "'"
+                          << (static_cast<size_t>(r) < args.worker_names.size()
+                                  ? " (rank " + std::to_string(r) + " is " + args.worker_names[r] + ")"
+                                  : std::string());
+      continue;
+    }
     if (connected[r] != f["endpoint"]) {
       // The worker's authenticated member name when the van authenticates (the key its request came with).
       GEOMX_RETURN_IF_ERROR(van->Connect(r + 1, f["endpoint"], comm::LinkClass::kWan, req.peer));

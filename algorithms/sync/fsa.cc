@@ -65,10 +65,31 @@ class FsaGlobalServer final : public ServerPolicy {
     opts.tier = args.codec;
     GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, &p->sink_));
     p->sink_.set_aggregator(p->aggregator_.get());
+    if (args.round_done && job.optimizer_where == OptimizerPlacement::kGlobalServer) {
+      // A round is over on this server when each of its slices stepped. No slice steps round r + 1 before the
+      // workers pulled all of round r, which they cannot before the last slice's answer, sent after round_done.
+      size_t mine = 0;
+      for (uint64_t key : job.job.schema.KeysWith(ps::KeyRole::kParameter)) {
+        if (!args.layout.contains(key)) continue;
+        for (const comm::KeySlice& s : args.layout.slices(key)) mine += s.server_rank == args.rank ? 1 : 0;
+      }
+      if (mine > 0) p->optimizer_.OnRoundComplete(mine, args.round_done);
+    }
     return std::unique_ptr<ServerPolicy>(std::move(p));
   }
   comm::ServerHandler* handler() override { return aggregator_.get(); }
   ps::ServerState* state() override { return &optimizer_; }
+  // The optimizer's state, and every restored slice's weights as the aggregator's stored value of `round`.
+  Status Restore(const ps::StateTensors& saved, int64_t round) override {
+    GEOMX_RETURN_IF_ERROR(optimizer_.RestoreState("", saved));
+    for (const auto& [name, t] : saved) {
+      const std::optional<uint64_t> wire_key = ps::StateIndexAfter(name, "w/");
+      if (!wire_key) continue;
+      GEOMX_ASSIGN_OR_RETURN(std::vector<float> w, optimizer_.Weights(*wire_key));
+      GEOMX_RETURN_IF_ERROR(aggregator_->Restore(*wire_key, w, round).WithContext("snapshot entry " + name));
+    }
+    return Status::Ok();
+  }
 
  private:
   explicit FsaGlobalServer(const SyncJob& job)
@@ -153,7 +174,8 @@ void FsaRules(const SyncRuleInput& in, std::vector<RuleViolation>* out) {
 GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = kName,
     .help = "fully synchronous on both tiers: every worker in every round (HiPS)",
-    .traits = {.needs_topology = false, .steps_on_gradients = true, .survives_lost_workers = true},
+    .traits = {.needs_topology = false, .steps_on_gradients = true, .survives_lost_workers = true,
+               .snapshots = true},
     .create = [](const SyncSettings&) -> Result<std::unique_ptr<SyncMode>> { return std::unique_ptr<SyncMode>(new Fsa()); },
     .rules = FsaRules}));
 

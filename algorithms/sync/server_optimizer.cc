@@ -44,7 +44,21 @@ Result<std::vector<float>> ServerOptimizer::Weights(uint64_t wire_key) const {
   return std::vector<float>(p, p + it->second.numel());
 }
 
+void ServerOptimizer::OnRoundComplete(size_t keys, std::function<void(int64_t round)> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  round_keys_ = keys;
+  round_done_ = std::move(fn);
+}
+
 Result<Bytes> ServerOptimizer::Step(uint64_t wire_key, std::span<const float> grad, int64_t round) {
+  bool round_complete = false;
+  Result<Bytes> value = StepLocked(wire_key, grad, round, &round_complete);
+  if (round_complete) round_done_(round);
+  return value;
+}
+
+Result<Bytes> ServerOptimizer::StepLocked(uint64_t wire_key, std::span<const float> grad, int64_t round,
+                                          bool* round_complete) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!optimizer_) return Status::FailedPrecondition("no optimizer settings from the master worker yet");
   auto it = weights_.find(wire_key);
@@ -62,6 +76,10 @@ Result<Bytes> ServerOptimizer::Step(uint64_t wire_key, std::span<const float> gr
   Tensor g = Tensor::Empty(Shape({static_cast<int64_t>(n)}));
   std::memcpy(g.raw_data(), grad.data(), grad.size_bytes());
   optimizer_->StepKey(std::to_string(wire_key), g, &it->second);
+  if (round_done_ && ++stepped_[round] == round_keys_) {
+    stepped_.erase(round);
+    *round_complete = true;
+  }
   return Bytes::Copy(it->second.raw_data(), n * sizeof(float));
 }
 

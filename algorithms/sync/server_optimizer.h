@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,12 +45,19 @@ class ServerOptimizer final : public ps::ServerState {
   // weights as dense f32 bytes. kFailedPrecondition without a rule or initial weights.
   Result<Bytes> Step(uint64_t wire_key, std::span<const float> grad, int64_t round);
 
+  // From now on, once `keys` distinct keys have stepped at a round, the Step of the last of them calls
+  // `fn(round)` before it returns (without the lock held): the weights then are those after exactly that round
+  // as long as no key steps the next round before the round's answers are out (fsa). Call before any Step.
+  void OnRoundComplete(size_t keys, std::function<void(int64_t round)> fn);
+
   // ps::ServerState: the weights of every key ("<prefix>w/<wire key>"), the rule's per-key state
   // ("<prefix>opt/<name>") and its step counter ("<prefix>step"). Restore needs the same rule installed.
   Status SaveState(const std::string& prefix, ps::StateTensors* out) const override;
   Status RestoreState(const std::string& prefix, const ps::StateTensors& in) override;
 
  private:
+  Result<Bytes> StepLocked(uint64_t wire_key, std::span<const float> grad, int64_t round, bool* round_complete);
+
   const nn::LrScheduleConfig schedule_;
   const int64_t per_epoch_;
   const int64_t total_;
@@ -57,6 +65,9 @@ class ServerOptimizer final : public ps::ServerState {
   std::unique_ptr<nn::Optimizer> optimizer_;  // GUARDED_BY(mu_)
   float base_lr_ = 0;                          // GUARDED_BY(mu_)
   std::map<uint64_t, Tensor> weights_;         // GUARDED_BY(mu_)
+  size_t round_keys_ = 0;                      // OnRoundComplete
+  std::function<void(int64_t)> round_done_;
+  std::map<int64_t, size_t> stepped_;          // GUARDED_BY(mu_): keys stepped per round not yet complete
 };
 
 }  // namespace geomx::sync

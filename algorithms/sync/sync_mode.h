@@ -61,6 +61,14 @@ class ServerPolicy {
   virtual comm::ServerHandler* handler() = 0;
   // The state to checkpoint (ps/server_state.h); null when the policy keeps none beyond the round in flight.
   virtual ps::ServerState* state() { return nullptr; }
+  // Resuming a job (SyncModeTraits::snapshots): replaces the policy's state with `saved` (what state() saved
+  // when `round` completed) and serves as if `round` had just completed: initial pulls get the restored values
+  // and pushes start at round + 1. Called before the policy serves anything. kDataLoss naming what is missing.
+  virtual Status Restore(const ps::StateTensors& saved, int64_t round) {
+    (void)saved;
+    return Status::Unimplemented("this sync mode cannot restore round " + std::to_string(round) +
+                                 " from a snapshot");
+  }
   // A worker of the tier is gone and the tier goes on without it (topology.failure_policy: continue): stop
   // waiting for its pushes. kUnimplemented for modes that cannot (SyncModeTraits::survives_lost_workers).
   virtual Status RemoveSender(int node_id) {
@@ -73,6 +81,12 @@ struct ServerArgs {
   comm::KeyLayout layout;                  // the tier's layout of the parameter keys
   comm::TierCodec codec;                   // this tier's codec: pass it to the aggregator's options
   SyncObserver* observer = nullptr;        // may be null
+  int rank = 0;                            // this server's rank in its tier (which slices of `layout` it holds)
+  // Global servers of the modes with SyncModeTraits::snapshots: called once per round, when every key this server
+  // holds completed `round` and before any answer of that round's last key is sent, so the policy's state() is
+  // the job's state after exactly `round` (server snapshots, algorithms/cluster/snapshots.h). Runs on the thread
+  // that completed the round; may be empty.
+  std::function<void(int64_t round)> round_done;
 };
 
 struct LocalServerArgs : ServerArgs {
@@ -110,6 +124,9 @@ struct StateServerArgs {
   int workers = 1;                         // over all data centres
   int timeout_ms = 60000;                  // silence after which it gives up
   SyncObserver* observer = nullptr;
+  // The workers' member names by worker index ("dc-a/worker0", ...). With an authenticating van (security on) a
+  // request for rank r is served only when it came with worker_names[r]'s key; others are dropped and logged.
+  std::vector<std::string> worker_names;
 };
 
 // A worker's side of the mode. Apply() is called after every backward (algorithms/train/trainer.h).
@@ -145,6 +162,10 @@ struct SyncModeTraits {
   // A data centre's local server can go on without a lost worker (ServerPolicy::RemoveSender): the round's mean
   // is over the workers that pushed (fsa).
   bool survives_lost_workers = false;
+  // The global servers' state after a round is the whole job's state (the weights and the optimizer's, with
+  // optimizer.where: global-server): servers can snapshot it (ServerArgs::round_done, ServerPolicy::Restore)
+  // and a job can resume from the snapshots (fsa).
+  bool snapshots = false;
 };
 
 // What a mode's recipe rules see (cli/ fills it from the recipe, sync_rules.cc).

@@ -377,6 +377,25 @@ void SyncAggregator::HandleInitPush(const KvRequest& req, KvServer& server) {
   server.Respond(req, {});
 }
 
+Status SyncAggregator::Restore(uint64_t wire_key, std::span<const float> values, int64_t round) {
+  const KeySlice* s = layout_.FindWireKey(wire_key);
+  if (s == nullptr || s->length != values.size()) {
+    std::string why = "restore: ";
+    why.append(KeyText(wire_key)).append(" with ").append(std::to_string(values.size())).append(" values: ");
+    why.append(s == nullptr ? std::string("not a key of this layout")
+                            : "the key has " + std::to_string(s->length) + " elements");
+    return Status::InvalidArgument(why);
+  }
+  Bytes dense = Bytes::Copy(values.data(), values.size_bytes());
+  GEOMX_ASSIGN_OR_RETURN(Bytes stored, Outgoing(wire_key, std::move(dense), /*initial=*/true));
+  std::lock_guard<std::mutex> lock(mu_);
+  KeyState& ks = keys_[wire_key];
+  ks.stored = std::move(stored);
+  ks.stored_round = std::max(ks.stored_round, round);
+  ks.completed = std::max(ks.completed, round);
+  return Status::Ok();
+}
+
 std::optional<Bytes> SyncAggregator::Stored(uint64_t wire_key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = keys_.find(wire_key);

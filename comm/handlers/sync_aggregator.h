@@ -38,6 +38,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,11 @@ class SyncAggregator : public ServerHandler {
   // The stored value as dense floats (decoded on a compressed tier); nullopt when there is none, or it is not
   // a dense value (row_sparse, concat, ... reducers).
   std::optional<std::vector<float>> StoredValues(uint64_t wire_key) const;
+  // Resuming from a snapshot: `wire_key` (one of this server's, of `values.size()` elements) has its stored value
+  // set to `values` (losslessly, as an initial value) and `round` counts as its latest completed round, so
+  // initial pulls get `values` and pushes start at round + 1. Before the aggregator serves anything. kInvalidArgument
+  // for an unknown key or a wrong length.
+  Status Restore(uint64_t wire_key, std::span<const float> values, int64_t round);
   // Rounds currently open over all keys (tests of bounded memory).
   size_t num_open_rounds() const;
 

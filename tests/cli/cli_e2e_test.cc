@@ -191,7 +191,8 @@ TEST(CliTest, TopologyDryRunAndRoleFlags) {
       {"serve --role sever geo.yaml --party dc-a", "did you mean 'server'"},
       {"serve --role worker geo.yaml", "geomx train geo.yaml --party P --rank N"},
       {"serve --role global-server geo.yaml --party dc-a", "central party"},
-      {"train --resume somewhere --party dc-a", "--resume"},
+      {"train --resume somewhere --party dc-a", "a RECIPE file is required"},
+      {"train geo.yaml --party dc-a --rank 0 --resume r1 --out r2", "give only --resume"},
   };
   for (const Case& c : bad) {
     auto r = RunGeomx(c.args, dir.path());

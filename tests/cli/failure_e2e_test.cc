@@ -31,10 +31,12 @@ std::string Recipe(const std::string& policy) {
          "  failure_policy: " + policy + "\n";
 }
 
-// Starts `geomx train NAME.yaml --out run` in the background, kills dc-a/worker1 with -9 once the run has
-// evaluated, waits for the launcher to exit, and returns its exit code (-1 when something did not happen in time).
-// NAME is unique to this test, so the kill cannot hit another test's processes (ctest runs tests in parallel).
-int RunAndKillAWorker(const ScratchDir& dir, const std::string& name, std::string* output) {
+// Starts `geomx train NAME.yaml --out run` in the background, sends dc-a/worker1 `signal` (-9 kills it, -STOP
+// freezes it) once the run has evaluated, waits for the launcher to exit, and returns its exit code (-1 when
+// something did not happen in time). NAME is unique to this test, so the signal cannot hit another test's
+// processes (ctest runs tests in parallel).
+int RunAndKillAWorker(const ScratchDir& dir, const std::string& name, std::string* output,
+                      const std::string& signal = "-9") {
   const std::string d = dir.path().string();
   RunShell("cd '" + d + "' && ( '" + std::string(GEOMX_BINARY) + "' train " + name +
            ".yaml --out run > out.log 2>&1; echo $? > rc ) > /dev/null 2>&1 &");
@@ -45,7 +47,7 @@ int RunAndKillAWorker(const ScratchDir& dir, const std::string& name, std::strin
   }
   // The worker's command line: ".../geomx train NAME.yaml --party dc-a --rank 1 ...". [.]: the pattern must not
   // match the shell that runs pkill (its own command line holds the pattern).
-  const CommandResult kill = RunShell("pkill -9 -f -- '" + name + "[.]yaml --party dc-a --rank 1 '");
+  const CommandResult kill = RunShell("pkill " + signal + " -f -- '" + name + "[.]yaml --party dc-a --rank 1 '");
   EXPECT_EQ(kill.exit_code, 0) << "no dc-a/worker1 process to kill: " << kill.output;
   while (Clock::now() < deadline && !fs::exists(dir / "rc")) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   *output = fs::exists(dir / "out.log") ? ReadFile(dir / "out.log") : "";
@@ -76,6 +78,22 @@ TEST(FailureE2eTest, UnderContinueTheJobCompletesWithoutAKilledWorker) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_TRUE(Has(out, "[launcher] dc-a/worker1")) << out;
   EXPECT_TRUE(Has(out, "the job goes on without it")) << out;
+  const std::string summary = ReadFile(dir / "run" / "summary.json");
+  EXPECT_TRUE(Has(summary, "\"status\": \"completed\"")) << summary;
+  EXPECT_TRUE(Has(summary, "\"iterations\": 1500")) << summary;
+}
+
+// A worker frozen with SIGSTOP past the heartbeat timeout: its data centre is told who (declared dead) and goes
+// on without it; when the job is done the launcher kills the frozen process instead of waiting for it forever.
+TEST(FailureE2eTest, UnderContinueTheJobCompletesWithoutAFrozenWorker) {
+  ScratchDir dir;
+  WriteFile(dir / "failure_e2e_frozen.yaml", Recipe("continue"));
+  std::string out;
+  const int rc = RunAndKillAWorker(dir, "failure_e2e_frozen", &out, "-STOP");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_TRUE(Has(out, "node dc-a/worker1 (worker rank 1, party dc-a)")) << out;
+  EXPECT_TRUE(Has(out, "declared dead; the tier goes on")) << out;
+  EXPECT_TRUE(Has(out, "[launcher] dc-a/worker1 was still running after the job ended")) << out;
   const std::string summary = ReadFile(dir / "run" / "summary.json");
   EXPECT_TRUE(Has(summary, "\"status\": \"completed\"")) << summary;
   EXPECT_TRUE(Has(summary, "\"iterations\": 1500")) << summary;

@@ -162,6 +162,28 @@ TEST(LauncherTest, AllSucceed) {
   EXPECT_TRUE(c.launcher.Wait(nullptr).ok());
 }
 
+// Regression (issue 18): under topology.failure_policy: continue a frozen worker (SIGSTOP) is dropped from the job,
+// but its process never exits; the launcher waited for it forever after the job ended. Now it is killed once the
+// children the job needs are done, and listed as lost; the job's status is OK.
+TEST(LauncherTest, AMayFailChildThatOutlivesTheJobIsKilled) {
+  testing::ScratchDir dir;
+  const auto pid_file = dir / "frozen.pid";
+  Collecting c;
+  ChildSpec frozen = Sh("frozen", "echo $$ > '" + pid_file.string() + "'; kill -STOP $$; exit 0");
+  frozen.may_fail = true;
+  ChildSpec quick = Sh("quick", "exit 0");
+  quick.may_fail = true;
+  ASSERT_TRUE(c.launcher.Start({Sh("server", "sleep 0.3"), std::move(frozen), std::move(quick)}).ok());
+  EXPECT_TRUE(c.launcher.Wait(nullptr).ok());
+  ASSERT_EQ(c.launcher.lost().size(), 1u);
+  EXPECT_EQ(c.launcher.lost()[0],
+            "frozen was still running after the job ended (dropped from it, e.g. frozen); killed");
+  EXPECT_TRUE(c.Has("[launcher] " + c.launcher.lost()[0]));
+  const pid_t pid = ReadPid(pid_file);
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(IsGone(pid));
+}
+
 TEST(LauncherTest, NoGrandchildIsLeftBehind) {
   testing::ScratchDir dir;
   const auto pid_file = dir / "grandchild.pid";

@@ -253,9 +253,30 @@ TEST(RecipeTest, ParsesEveryKey) {
 // RecipeTest.ModeSpecificKeysParse covers them.
 bool NotInFullRecipe(std::string_view path) {
   // algorithm.name: a recipe with a model has no algorithm (tests/cli/algorithm_recipe_test.cc covers it).
-  // topology.failure_policy: continue needs sync.mode fsa (RecipeTest.FailurePolicyContinueNeedsFsa).
+  // topology.failure_policy: continue and topology.snapshot_every need sync.mode fsa
+  // (RecipeTest.FailurePolicyContinueNeedsFsa, RecipeTest.SnapshotsNeedFsaWithTheOptimizerAtTheServers).
   return path == "sync.max_staleness" || path.substr(0, 12) == "sync.dcasgd." || path == "accelerators.p3.enabled" ||
-         path == "algorithm.name" || path == "topology.failure_policy";
+         path == "algorithm.name" || path == "topology.failure_policy" || path == "topology.snapshot_every" ||
+         path == "topology.max_restarts";
+}
+
+TEST(RecipeTest, SnapshotsNeedFsaWithTheOptimizerAtTheServers) {
+  Recipe fsa = MustParse(std::string(kTopologyBase) + "  snapshot_every: 50\n");
+  EXPECT_EQ(fsa.topology.snapshot_every, 50);
+  for (const char* extra : {"sync: {mode: hfa}\n", "optimizer: {where: worker}\n"}) {
+    Result<Recipe> r = ParseRecipe(std::string(kTopologyBase) + "  snapshot_every: 50\n" + extra, "r.yaml");
+    ASSERT_FALSE(r.ok()) << extra;
+    EXPECT_NE(r.status().message().find("topology.snapshot_every"), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("global-server"), std::string::npos) << r.status().ToString();
+  }
+  EXPECT_FALSE(ParseRecipe(std::string(kTopologyBase) + "  snapshot_every: -1\n", "r.yaml").ok());
+  // Restarts continue from the snapshots.
+  Recipe both = MustParse(std::string(kTopologyBase) + "  snapshot_every: 5\n  max_restarts: 3\n");
+  EXPECT_EQ(both.topology.max_restarts, 3);
+  Result<Recipe> restarts = ParseRecipe(std::string(kTopologyBase) + "  max_restarts: 3\n", "r.yaml");
+  ASSERT_FALSE(restarts.ok());
+  EXPECT_NE(restarts.status().message().find("topology.snapshot_every"), std::string::npos)
+      << restarts.status().ToString();
 }
 
 TEST(RecipeTest, FailurePolicyContinueNeedsFsa) {
@@ -663,7 +684,8 @@ TEST(RecipeSchemaTest, TableIsWellFormed) {
                                                                  "algorithm", "data", "optimizer", "training", "sync", "accelerators",
                                                                  "topology", "security"}));
   EXPECT_EQ(RecipeSectionChildren("topology"),
-            (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts", "failure_policy"}));
+            (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts", "failure_policy",
+                                      "snapshot_every", "max_restarts"}));
   EXPECT_EQ(RecipeSectionChildren("topology.datacentres[]"),
             (std::vector<std::string>{"name", "host", "workers", "servers", "scheduler_port", "slowdown"}));
 }

@@ -111,7 +111,7 @@ TEST(KeySchemaTest, MalformedTextIsDataLoss) {
 TEST(JobDescriptionTest, RoundTripAndRefusals) {
   JobDescription job;
   job.schema = Mixed();
-  job.plan = {.iterations_per_epoch = 234, .epochs = 3, .max_iterations = 500};
+  job.plan = {.iterations_per_epoch = 234, .epochs = 3, .max_iterations = 500, .start_round = 499};
   job.optimizer.name = "momentum";
   job.optimizer.lr = 0.125f;
   job.optimizer.momentum = 0.8f;
@@ -127,6 +127,7 @@ TEST(JobDescriptionTest, RoundTripAndRefusals) {
   EXPECT_EQ(back->plan.epochs, 3);
   EXPECT_EQ(back->plan.total_rounds(), 500);      // capped by max_iterations
   EXPECT_EQ(back->plan.scheduled_rounds(), 702);  // what the schedule plans over
+  EXPECT_EQ(back->plan.start_round, 499);
   EXPECT_EQ(back->optimizer.name, "momentum");
   EXPECT_FLOAT_EQ(back->optimizer.lr, 0.125f);
   EXPECT_FLOAT_EQ(back->optimizer.momentum, 0.8f);
@@ -145,6 +146,11 @@ TEST(JobDescriptionTest, RoundTripAndRefusals) {
   Result<JobDescription> refused = DecodeJob(EncodeJob(bad));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("optimizer.lr"), std::string::npos) << refused.status().message();
+  bad = job;
+  bad.plan.start_round = 500;  // a resumed job must start before its end
+  refused = DecodeJob(EncodeJob(bad));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("start_round 500"), std::string::npos) << refused.status().message();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // over loopback vans with workers as threads.
 #include "algorithms/sync/esync.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "comm/codec.h"
 #include "comm/loopback_van.h"
 
 namespace geomx::sync {
@@ -83,6 +85,84 @@ TEST(EsyncStateServerTest, AnswersEveryWorkerByTheRule) {
   EXPECT_EQ(got[0], (std::vector<int>{1, 4, 4}));
   EXPECT_EQ(got[1], (std::vector<int>{1, 1, 1}));
   EXPECT_EQ(got[2], (std::vector<int>{1, 2, 2}));
+}
+
+// The state server's van as with security on (comm/zmq_van.h with CURVE): it authenticates, and Message::peer is
+// the sender's member. Here the member is told by the endpoint the sender answers on (its own bind), as the key
+// of a CURVE connection tells it.
+class AuthenticatingVan final : public comm::Van {
+ public:
+  AuthenticatingVan(comm::LoopbackNetwork* net, std::map<std::string, std::string> members)
+      : inner_(net), members_(std::move(members)) {}
+  Result<std::string> Bind(const std::string& address) override { return inner_.Bind(address); }
+  Status Connect(int node, const std::string& endpoint, comm::LinkClass link, const std::string& peer) override {
+    return inner_.Connect(node, endpoint, link, peer);
+  }
+  Result<size_t> Send(int node, const comm::Message& msg) override { return inner_.Send(node, msg); }
+  Status Recv(comm::Message* msg, int timeout_ms) override {
+    GEOMX_RETURN_IF_ERROR(inner_.Recv(msg, timeout_ms));
+    std::map<std::string, std::string> f;
+    msg->peer = comm::DecodeFields(msg->meta.body, &f).ok() && members_.count(f["endpoint"])
+                    ? members_.at(f["endpoint"])
+                    : "stranger";
+    return Status::Ok();
+  }
+  void Stop() override { inner_.Stop(); }
+  bool authenticates() const override { return true; }
+
+ private:
+  comm::LoopbackVan inner_;
+  const std::map<std::string, std::string> members_;
+};
+
+// Security (issue 18): a worker's rank is bound to its authenticated member. Another member asking for worker 0
+// gets no answer and changes nothing; before, its request took worker 0's place in the round and the real worker
+// 0 was refused ("twice in one round").
+TEST(EsyncStateServerTest, ARequestForAnotherWorkersRankIsDropped) {
+  comm::LoopbackNetwork net;
+  StateServerArgs args;
+  std::map<std::string, std::string> members;
+  for (int w = 0; w < 2; ++w) {
+    members["loop://w" + std::to_string(w) + "@state-server"] = "dc-a/worker" + std::to_string(w);
+  }
+  members["loop://evil@state-server"] = "dc-b/worker0";  // a member of the job, but not worker 0
+  args.make_van = [&net, members] { return std::make_unique<AuthenticatingVan>(&net, members); };
+  args.endpoint = "loop://state-server";
+  args.workers = 2;
+  args.timeout_ms = 30000;
+  args.worker_names = {"dc-a/worker0", "dc-a/worker1"};
+  Status server;
+  std::thread st([&] { server = RunEsyncStateServer(args, /*max_local_steps=*/8); });
+  auto access = [&](const std::string& bind, int timeout_ms) {
+    StateServerAccess a;
+    a.make_van = [&net] { return std::make_unique<comm::LoopbackVan>(&net); };
+    a.endpoint = args.endpoint;
+    a.bind = bind;
+    a.timeout_ms = timeout_ms;
+    return a;
+  };
+  {
+    auto impostor = EsyncStateClient::Connect(access("loop://evil@state-server", 300), 0);
+    ASSERT_TRUE(impostor.ok()) << impostor.status().ToString();
+    EXPECT_FALSE((*impostor)->Ask(0, 0.0).ok());  // no answer
+  }
+  std::vector<std::thread> workers;
+  std::vector<Status> results(2);
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&, w] {
+      auto client = EsyncStateClient::Connect(access("loop://w" + std::to_string(w) + "@state-server", 30000), w);
+      if (!client.ok()) {
+        results[w] = client.status();
+        return;
+      }
+      Result<int> steps = (*client)->Ask(0, 0.0);
+      results[w] = steps.ok() ? (*client)->Finish(1) : steps.status();
+    });
+  }
+  for (auto& t : workers) t.join();
+  st.join();
+  for (int w = 0; w < 2; ++w) EXPECT_TRUE(results[w].ok()) << "worker " << w << ": " << results[w].ToString();
+  EXPECT_TRUE(server.ok()) << server.ToString();
 }
 
 }  // namespace
