@@ -1,8 +1,11 @@
 // Free TCP ports for the processes `geomx train` starts on one host (cli/local_topology.h).
 //
-// PickFreePorts binds N sockets to port 0 on `host`, reads back the ports the kernel chose, and closes them: the
-// ports are distinct and were free a moment ago. Another process may still take one before its user binds it;
-// the user must report such a clash clearly (the schedulers do: "address already in use" names the port).
+// PickFreePorts binds N sockets on `host` and closes them: the ports are distinct and were free a moment ago.
+// It tries random ports below the kernel's ephemeral range first (/proc/sys/net/ipv4/ip_local_port_range): the
+// kernel never hands those out by itself, so the outgoing connections and port-0 binds of other processes (every
+// node of a topology binds port 0) cannot take one before its user binds it; only when none is found does it fall
+// back to port 0 (a port the kernel chose). Another process may still bind one explicitly; the user must report
+// such a clash clearly (the schedulers do: "address already in use" names the port).
 // Thread-safe (no shared state).
 #pragma once
 

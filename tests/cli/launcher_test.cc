@@ -299,6 +299,13 @@ TEST(FreePortsTest, DistinctAndBindable) {
     EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << "port " << port;
     close(fd);
   }
+  // Regression (CI): ports the kernel chose (ephemeral) could be taken by another process's port-0 bind or
+  // outgoing connection before the scheduler bound them. Picked ports lie below the ephemeral range.
+  int ephemeral_lo = 0, ephemeral_hi = 0;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_lo >> ephemeral_hi;
+  if (ephemeral_lo > 11000) {
+    for (int port : *ports) EXPECT_LT(port, ephemeral_lo) << "port " << port << " is in the ephemeral range";
+  }
   EXPECT_TRUE(PickFreePorts("localhost", 1).ok());
   EXPECT_TRUE(PickFreePorts("127.0.0.1", 0)->empty());
   EXPECT_EQ(PickFreePorts("192.0.2.1", 1).status().code(), StatusCode::kInvalidArgument);  // not ours (TEST-NET-1)
