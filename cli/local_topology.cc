@@ -107,8 +107,13 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
     p.spec = RoleSpec{.kind = kind, .party = party, .rank = rank, .out_dir = plan.run_dir};
     p.name = ProcessName(p.spec);
     p.listens = listens;
-    // topology.failure_policy: continue: a worker that dies is dropped from its data centre; the job goes on.
-    p.may_fail = kind == RoleSpec::Kind::kWorker && t.failure_policy == "continue";
+    // topology.failure_policy: continue: a worker that dies is dropped from its data centre, and a data centre
+    // whose scheduler or local server dies is dropped as a whole, except the first (its worker 0 evaluates and
+    // writes the run folder); the job goes on.
+    const bool droppable_dc = party != "central" && party != t.datacentres.front().name;
+    p.may_fail = t.failure_policy == "continue" &&
+                 (kind == RoleSpec::Kind::kWorker ||
+                  (droppable_dc && (kind == RoleSpec::Kind::kScheduler || kind == RoleSpec::Kind::kServer)));
     p.argv = {exe};
     if (const auto ns = netns.find(party); ns != netns.end()) p.argv = {"ip", "netns", "exec", ns->second.ns, exe};
     if (kind == RoleSpec::Kind::kWorker) {

@@ -392,8 +392,9 @@ std::vector<RecipeKey> BuildTable() {
        .allowed_doc = "> 0, whole ms"},
       {.path = "topology.failure_policy", .field = [](R r) -> F { return &r.topology.failure_policy; },
        .allowed = {"stop", "continue"}, .noun = "failure policy",
-       .help = "A data centre's worker dies or fails: stop the job, or continue without it (its shard is skipped; "
-               "sync.mode fsa; servers always stop the job)."},
+       .help = "A worker, or a data centre's scheduler or local server, dies or fails: stop the job, or continue "
+               "without the worker (its shard is skipped) or the whole data centre (not the first: its worker 0 "
+               "evaluates); sync.mode fsa. Global servers and the global scheduler always stop the job."},
       {.path = "topology.snapshot_every", .field = [](R r) -> F { return &r.topology.snapshot_every; },
        .range = AtLeast(0),
        .help = "Global servers snapshot the model and optimizer state every N rounds into RUN/snapshots, so "

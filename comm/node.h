@@ -49,6 +49,9 @@ struct TierSpec {
   // The member name of the scheduler's process (comm/curve.h), e.g. "central/global-scheduler": the key an
   // authenticating Van expects the scheduler to hold. Empty: "<name>/scheduler" (SchedulerName).
   std::string scheduler_name;
+  // CommOptions::continue_without_lost_workers: the tier fails instead of going on when fewer workers than this
+  // would be left (the global tier: its master worker and at least one data centre's local server).
+  int min_workers_left = 1;
 };
 
 // The scheduler's name in `spec`'s tier: spec.scheduler_name, or "<spec.name>/scheduler" when that is empty.

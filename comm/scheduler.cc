@@ -389,7 +389,8 @@ class Scheduler::Loop {
     for (const auto& [other_id, other] : members_) {
       workers_left += other.info.role == NodeRole::kWorker && !other.lost && other_id != id ? 1 : 0;
     }
-    if (!spec_.options.continue_without_lost_workers || m.info.role != NodeRole::kWorker || workers_left == 0) {
+    if (!spec_.options.continue_without_lost_workers || m.info.role != NodeRole::kWorker ||
+        workers_left < std::max(1, spec_.min_workers_left)) {
       return Fail(why, except_id);
     }
     m.lost = true;

@@ -239,6 +239,17 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
     GEOMX_LOG(kInfo) << name << ": job of " << job.schema.keys().size() << " keys, sync.mode " << c.sync.mode;
     return served.handler();
   });
+  // topology.failure_policy: continue: a lost data centre's pushes are no longer waited for. Cleared before
+  // `served` goes (the Postoffice outlives it).
+  po.SetNodeLeftCallback([&served, &name](int node_id, const std::string& why) {
+    if (!served.policy) return;
+    Status s = served.policy->RemoveSender(node_id);
+    if (!s.ok()) GEOMX_LOG(kError) << name << ": " << s.ToString() << " (" << why << ")";
+  });
+  struct ClearNodeLeft {
+    Postoffice& po;
+    ~ClearNodeLeft() { po.SetNodeLeftCallback(nullptr); }
+  } clear_node_left{po};
   comm::KvServer server(&po, kAppId, &gate);
   Status done = po.Barrier("all");
   if (done.ok()) done = FinalizeWhenDone(po);

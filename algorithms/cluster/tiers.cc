@@ -19,8 +19,10 @@ comm::TierSpec GlobalTier(const comm::Topology& t, const RoleEnv& env) {
   s.num_workers = 1;  // the master worker
   for (const auto& dc : t.datacentres) s.num_workers += dc.servers;
   s.options = t.options;
-  // Only a data centre's workers may be lost (topology.failure_policy); the global tier always fails as a whole.
-  s.options.continue_without_lost_workers = false;
+  // topology.failure_policy: continue: the global tier goes on without a lost data centre (its local servers, the
+  // tier's workers besides the master worker), as long as one data centre's local server is left.
+  s.options.continue_without_lost_workers = t.failure_policy == "continue";
+  s.min_workers_left = 2;
   s.scheduler_party = kCentral;
   s.scheduler_name = std::string(kCentral) + "/global-scheduler";
   return s;

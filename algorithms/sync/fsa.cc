@@ -79,6 +79,11 @@ class FsaGlobalServer final : public ServerPolicy {
   }
   comm::ServerHandler* handler() override { return aggregator_.get(); }
   ps::ServerState* state() override { return &optimizer_; }
+  // A lost data centre's local server (topology.failure_policy: continue): rounds complete without its pushes.
+  Status RemoveSender(int node_id) override {
+    aggregator_->RemoveSender(node_id);
+    return Status::Ok();
+  }
   // The optimizer's state, and every restored slice's weights as the aggregator's stored value of `round`.
   Status Restore(const ps::StateTensors& saved, int64_t round) override {
     GEOMX_RETURN_IF_ERROR(optimizer_.RestoreState("", saved));

@@ -159,8 +159,8 @@ struct SyncModeTraits {
   // must not sparsify (top-k with error feedback before momentum amplifies stale residual bursts); its answers
   // are sparsified after the outer step instead (averaging.h).
   bool exact_wan_push = false;
-  // A data centre's local server can go on without a lost worker (ServerPolicy::RemoveSender): the round's mean
-  // is over the workers that pushed (fsa).
+  // A data centre's local server can go on without a lost worker, and a global server without a lost data centre
+  // (ServerPolicy::RemoveSender): the round's mean is over the workers that pushed (fsa).
   bool survives_lost_workers = false;
   // The global servers' state after a round is the whole job's state (the weights and the optimizer's, with
   // optimizer.where: global-server): servers can snapshot it (ServerArgs::round_done, ServerPolicy::Restore)

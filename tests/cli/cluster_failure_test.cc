@@ -195,6 +195,74 @@ TEST(ClusterFailureTest, UnderContinueTheJobCompletesWithoutALostWorker) {
   EXPECT_EQ(finals["dc-b/worker0"], finals["dc-b/worker1"]);
 }
 
+// topology.failure_policy: continue also drops a whole data centre: dc-c's local server dies in the middle of
+// training; the global tier goes on with dc-a and dc-b (the global server stops waiting for dc-c's pushes), dc-c's
+// processes fail naming their server, and the four survivors complete with the same weights.
+TEST(ClusterFailureTest, UnderContinueTheJobCompletesWithoutALostDataCentre) {
+  Recipe r = cluster_testing::TwoByTwoRecipe("continue-dc", /*epochs=*/3);
+  comm::DataCentre dc_c;
+  dc_c.name = "dc-c";
+  dc_c.workers = 1;
+  dc_c.servers = 1;
+  r.topology.datacentres.push_back(dc_c);
+  r.topology.failure_policy = "continue";
+  r.topology.options.heartbeat_interval_ms = 50;
+  r.topology.options.heartbeat_timeout_ms = 1500;
+  r.topology.options.request_timeout_ms = 600000;
+  comm::LoopbackNetwork net;
+  std::atomic<bool> dead{false};
+  std::atomic<int64_t> dead_at_ms{0};
+  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
+    const bool victim = node == "dc-c/server0" || node == "dc-c/server0@global";
+    return std::make_unique<CrashingVan>(std::make_unique<comm::LoopbackVan>(&net), victim, 150, &dead, &dead_at_ms);
+  });
+  std::mutex mu;
+  std::map<std::string, cluster_testing::Weights> finals;
+  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
+    std::lock_guard<std::mutex> lock(mu);
+    finals[name] = cluster_testing::Snapshot(model);
+  };
+  const std::vector<RoleResult> results = RunRolesCollecting(r, env);
+  ASSERT_TRUE(dead.load()) << "dc-c/server0 never sent 150 messages";
+  for (const RoleResult& res : results) {
+    if (res.role.rfind("dc-c/", 0) == 0) {
+      EXPECT_FALSE(res.status.ok()) << res.role << " completed although its server died";
+      if (res.role == "dc-c/worker0") {
+        EXPECT_NE(res.status.message().find("dc-c/server0"), std::string::npos) << res.status.ToString();
+      }
+      continue;
+    }
+    EXPECT_TRUE(res.status.ok()) << res.role << ": " << res.status.ToString();
+  }
+  for (const char* w : {"dc-a/worker0", "dc-a/worker1", "dc-b/worker0", "dc-b/worker1"}) {
+    ASSERT_EQ(finals.count(w), 1u) << w;
+    EXPECT_EQ(finals[w], finals["dc-a/worker0"]) << w << " differs from dc-a/worker0";
+  }
+}
+
+// The global tier fails when the last data centre would be lost: continue needs a data centre to go on with.
+TEST(ClusterFailureTest, UnderContinueLosingEveryDataCentreFailsTheJob) {
+  Recipe r = cluster_testing::TwoByTwoRecipe("continue-none", /*epochs=*/100000);
+  r.topology.datacentres.resize(1);
+  r.topology.failure_policy = "continue";
+  r.topology.options.heartbeat_interval_ms = 50;
+  r.topology.options.heartbeat_timeout_ms = 1500;
+  r.topology.options.request_timeout_ms = 600000;
+  comm::LoopbackNetwork net;
+  std::atomic<bool> dead{false};
+  std::atomic<int64_t> dead_at_ms{0};
+  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
+    const bool victim = node == "dc-a/server0" || node == "dc-a/server0@global";
+    return std::make_unique<CrashingVan>(std::make_unique<comm::LoopbackVan>(&net), victim, 150, &dead, &dead_at_ms);
+  });
+  const std::vector<RoleResult> results = RunRolesCollecting(r, env);
+  ASSERT_TRUE(dead.load());
+  for (const RoleResult& res : results) {
+    if (res.role == "dc-a/server0") continue;
+    EXPECT_FALSE(res.status.ok()) << res.role << " completed although no data centre was left";
+  }
+}
+
 // A van whose data messages start failing after `fail_after` sends (control messages still go out): the worker
 // using it fails with a send error, as on a broken disk or NIC, while its process is still alive to say so.
 class FailingVan : public comm::Van {

@@ -36,7 +36,7 @@ std::string Recipe(const std::string& policy) {
 // something did not happen in time). NAME is unique to this test, so the signal cannot hit another test's
 // processes (ctest runs tests in parallel).
 int RunAndKillAWorker(const ScratchDir& dir, const std::string& name, std::string* output,
-                      const std::string& signal = "-9") {
+                      const std::string& signal = "-9", const std::string& role = "") {
   const std::string d = dir.path().string();
   RunShell("cd '" + d + "' && ( '" + std::string(GEOMX_BINARY) + "' train " + name +
            ".yaml --out run > out.log 2>&1; echo $? > rc ) > /dev/null 2>&1 &");
@@ -45,10 +45,13 @@ int RunAndKillAWorker(const ScratchDir& dir, const std::string& name, std::strin
                                      fs::file_size(dir / "run" / "metrics.jsonl") == 0)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  // The worker's command line: ".../geomx train NAME.yaml --party dc-a --rank 1 ...". [.]: the pattern must not
-  // match the shell that runs pkill (its own command line holds the pattern).
-  const CommandResult kill = RunShell("pkill " + signal + " -f -- '" + name + "[.]yaml --party dc-a --rank 1 '");
-  EXPECT_EQ(kill.exit_code, 0) << "no dc-a/worker1 process to kill: " << kill.output;
+  // `role` empty: the worker (".../geomx train NAME.yaml --party dc-a --rank 1 ..."); else dc-b's process
+  // ".../geomx serve --role ROLE NAME.yaml --party dc-b ...". [.]: the pattern must not match the shell that runs
+  // pkill (its own command line holds the pattern).
+  const std::string pattern = role.empty() ? name + "[.]yaml --party dc-a --rank 1 "
+                                           : "role " + role + " " + name + "[.]yaml --party dc-b ";
+  const CommandResult kill = RunShell("pkill " + signal + " -f -- '" + pattern + "'");
+  EXPECT_EQ(kill.exit_code, 0) << "no process '" << pattern << "' to signal: " << kill.output;
   while (Clock::now() < deadline && !fs::exists(dir / "rc")) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   *output = fs::exists(dir / "out.log") ? ReadFile(dir / "out.log") : "";
   if (!fs::exists(dir / "rc")) {
@@ -78,6 +81,21 @@ TEST(FailureE2eTest, UnderContinueTheJobCompletesWithoutAKilledWorker) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_TRUE(Has(out, "[launcher] dc-a/worker1")) << out;
   EXPECT_TRUE(Has(out, "the job goes on without it")) << out;
+  const std::string summary = ReadFile(dir / "run" / "summary.json");
+  EXPECT_TRUE(Has(summary, "\"status\": \"completed\"")) << summary;
+  EXPECT_TRUE(Has(summary, "\"iterations\": 1500")) << summary;
+}
+
+// Under continue a data centre other than the first can be lost as a whole: dc-b's local server is killed; the
+// global tier goes on with dc-a, dc-b's processes fail, and the job completes.
+TEST(FailureE2eTest, UnderContinueTheJobCompletesWithoutALostDataCentre) {
+  ScratchDir dir;
+  WriteFile(dir / "failure_e2e_dcloss.yaml", Recipe("continue"));
+  std::string out;
+  const int rc = RunAndKillAWorker(dir, "failure_e2e_dcloss", &out, "-9", "server");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_TRUE(Has(out, "[launcher] dc-b/server0 was killed by signal 9")) << out;
+  EXPECT_TRUE(Has(out, "node dc-b/server0 (worker rank 1, party dc-b)")) << out;  // its global-tier rank
   const std::string summary = ReadFile(dir / "run" / "summary.json");
   EXPECT_TRUE(Has(summary, "\"status\": \"completed\"")) << summary;
   EXPECT_TRUE(Has(summary, "\"iterations\": 1500")) << summary;
