@@ -159,30 +159,42 @@ INSTANTIATE_TEST_SUITE_P(Victims, ClusterFailureTest,
                            return n;
                          });
 
+// A job under topology.failure_policy: continue over loopback vans, in which `victim`'s vans (a local server has
+// two: NAME and NAME@global) die after `crash_after` sends; collects each role's end and each worker's weights.
+struct ContinueRun {
+  comm::LoopbackNetwork net;
+  std::atomic<bool> dead{false};
+  std::atomic<int64_t> dead_at_ms{0};
+  std::mutex mu;
+  std::map<std::string, cluster_testing::Weights> finals;
+
+  std::vector<RoleResult> Run(Recipe r, const std::string& victim, int crash_after) {
+    r.topology.failure_policy = "continue";
+    r.topology.options.heartbeat_interval_ms = 50;
+    r.topology.options.heartbeat_timeout_ms = 1500;
+    r.topology.options.request_timeout_ms = 600000;
+    ClusterEnv env = cluster_testing::InProcessEnv("loop", [&, victim, crash_after](const std::string& node) {
+      const bool hit = node == victim || node == victim + "@global";
+      return std::unique_ptr<comm::Van>(std::make_unique<CrashingVan>(std::make_unique<comm::LoopbackVan>(&net), hit,
+                                                                      crash_after, &dead, &dead_at_ms));
+    });
+    env.on_worker_done = [&](const std::string& name, nn::Module& model) {
+      std::lock_guard<std::mutex> lock(mu);
+      finals[name] = cluster_testing::Snapshot(model);
+    };
+    return RunRolesCollecting(r, env);
+  }
+};
+
 // topology.failure_policy: continue: dc-a/worker1 dies in the middle of training; dc-a goes on with worker0 alone
 // (its server averages over the workers that pushed), the job completes, and the three survivors end with the
 // same weights (FSA: every survivor applies the same update each round).
 TEST(ClusterFailureTest, UnderContinueTheJobCompletesWithoutALostWorker) {
-  Recipe r = cluster_testing::TwoByTwoRecipe("continue", /*epochs=*/3);
-  r.topology.failure_policy = "continue";
-  r.topology.options.heartbeat_interval_ms = 50;
-  r.topology.options.heartbeat_timeout_ms = 1500;
-  r.topology.options.request_timeout_ms = 600000;
-  comm::LoopbackNetwork net;
-  std::atomic<bool> dead{false};
-  std::atomic<int64_t> dead_at_ms{0};
-  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
-    return std::make_unique<CrashingVan>(std::make_unique<comm::LoopbackVan>(&net), node == "dc-a/worker1", 30,
-                                         &dead, &dead_at_ms);
-  });
-  std::mutex mu;
-  std::map<std::string, cluster_testing::Weights> finals;
-  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
-    std::lock_guard<std::mutex> lock(mu);
-    finals[name] = cluster_testing::Snapshot(model);
-  };
-  const std::vector<RoleResult> results = RunRolesCollecting(r, env);
-  ASSERT_TRUE(dead.load());
+  ContinueRun run;
+  const std::vector<RoleResult> results =
+      run.Run(cluster_testing::TwoByTwoRecipe("continue", /*epochs=*/3), "dc-a/worker1", 30);
+  ASSERT_TRUE(run.dead.load());
+  auto& finals = run.finals;
   for (const RoleResult& res : results) {
     if (res.role == "dc-a/worker1") {
       EXPECT_FALSE(res.status.ok());
@@ -205,25 +217,10 @@ TEST(ClusterFailureTest, UnderContinueTheJobCompletesWithoutALostDataCentre) {
   dc_c.workers = 1;
   dc_c.servers = 1;
   r.topology.datacentres.push_back(dc_c);
-  r.topology.failure_policy = "continue";
-  r.topology.options.heartbeat_interval_ms = 50;
-  r.topology.options.heartbeat_timeout_ms = 1500;
-  r.topology.options.request_timeout_ms = 600000;
-  comm::LoopbackNetwork net;
-  std::atomic<bool> dead{false};
-  std::atomic<int64_t> dead_at_ms{0};
-  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
-    const bool victim = node == "dc-c/server0" || node == "dc-c/server0@global";
-    return std::make_unique<CrashingVan>(std::make_unique<comm::LoopbackVan>(&net), victim, 150, &dead, &dead_at_ms);
-  });
-  std::mutex mu;
-  std::map<std::string, cluster_testing::Weights> finals;
-  env.on_worker_done = [&](const std::string& name, nn::Module& model) {
-    std::lock_guard<std::mutex> lock(mu);
-    finals[name] = cluster_testing::Snapshot(model);
-  };
-  const std::vector<RoleResult> results = RunRolesCollecting(r, env);
-  ASSERT_TRUE(dead.load()) << "dc-c/server0 never sent 150 messages";
+  ContinueRun run;
+  const std::vector<RoleResult> results = run.Run(r, "dc-c/server0", 150);
+  ASSERT_TRUE(run.dead.load()) << "dc-c/server0 never sent 150 messages";
+  auto& finals = run.finals;
   for (const RoleResult& res : results) {
     if (res.role.rfind("dc-c/", 0) == 0) {
       EXPECT_FALSE(res.status.ok()) << res.role << " completed although its server died";
@@ -244,19 +241,9 @@ TEST(ClusterFailureTest, UnderContinueTheJobCompletesWithoutALostDataCentre) {
 TEST(ClusterFailureTest, UnderContinueLosingEveryDataCentreFailsTheJob) {
   Recipe r = cluster_testing::TwoByTwoRecipe("continue-none", /*epochs=*/100000);
   r.topology.datacentres.resize(1);
-  r.topology.failure_policy = "continue";
-  r.topology.options.heartbeat_interval_ms = 50;
-  r.topology.options.heartbeat_timeout_ms = 1500;
-  r.topology.options.request_timeout_ms = 600000;
-  comm::LoopbackNetwork net;
-  std::atomic<bool> dead{false};
-  std::atomic<int64_t> dead_at_ms{0};
-  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
-    const bool victim = node == "dc-a/server0" || node == "dc-a/server0@global";
-    return std::make_unique<CrashingVan>(std::make_unique<comm::LoopbackVan>(&net), victim, 150, &dead, &dead_at_ms);
-  });
-  const std::vector<RoleResult> results = RunRolesCollecting(r, env);
-  ASSERT_TRUE(dead.load());
+  ContinueRun run;
+  const std::vector<RoleResult> results = run.Run(r, "dc-a/server0", 150);
+  ASSERT_TRUE(run.dead.load());
   for (const RoleResult& res : results) {
     if (res.role == "dc-a/server0") continue;
     EXPECT_FALSE(res.status.ok()) << res.role << " completed although no data centre was left";

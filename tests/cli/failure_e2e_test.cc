@@ -61,6 +61,20 @@ int RunAndKillAWorker(const ScratchDir& dir, const std::string& name, std::strin
   return std::stoi(ReadFile(dir / "rc"));
 }
 
+// Under topology.failure_policy: continue: writes NAME.yaml, runs it, signals the victim (RunAndKillAWorker) and
+// checks that the job still completed all 1500 iterations; returns the launcher's output.
+std::string RunContinuedJob(const std::string& name, const std::string& signal, const std::string& role) {
+  ScratchDir dir;
+  WriteFile(dir / (name + ".yaml"), Recipe("continue"));
+  std::string out;
+  const int rc = RunAndKillAWorker(dir, name, &out, signal, role);
+  EXPECT_EQ(rc, 0) << out;
+  const std::string summary = ReadFile(dir / "run" / "summary.json");
+  EXPECT_TRUE(Has(summary, "\"status\": \"completed\"")) << summary;
+  EXPECT_TRUE(Has(summary, "\"iterations\": 1500")) << summary;
+  return out;
+}
+
 TEST(FailureE2eTest, AKilledWorkerStopsTheJobAndTheSummarySaysWhy) {
   ScratchDir dir;
   WriteFile(dir / "failure_e2e_stop.yaml", Recipe("stop"));
@@ -74,47 +88,26 @@ TEST(FailureE2eTest, AKilledWorkerStopsTheJobAndTheSummarySaysWhy) {
 }
 
 TEST(FailureE2eTest, UnderContinueTheJobCompletesWithoutAKilledWorker) {
-  ScratchDir dir;
-  WriteFile(dir / "failure_e2e_continue.yaml", Recipe("continue"));
-  std::string out;
-  const int rc = RunAndKillAWorker(dir, "failure_e2e_continue", &out);
-  EXPECT_EQ(rc, 0) << out;
+  const std::string out = RunContinuedJob("failure_e2e_continue", "-9", "");
   EXPECT_TRUE(Has(out, "[launcher] dc-a/worker1")) << out;
   EXPECT_TRUE(Has(out, "the job goes on without it")) << out;
-  const std::string summary = ReadFile(dir / "run" / "summary.json");
-  EXPECT_TRUE(Has(summary, "\"status\": \"completed\"")) << summary;
-  EXPECT_TRUE(Has(summary, "\"iterations\": 1500")) << summary;
 }
 
 // Under continue a data centre other than the first can be lost as a whole: dc-b's local server is killed; the
 // global tier goes on with dc-a, dc-b's processes fail, and the job completes.
 TEST(FailureE2eTest, UnderContinueTheJobCompletesWithoutALostDataCentre) {
-  ScratchDir dir;
-  WriteFile(dir / "failure_e2e_dcloss.yaml", Recipe("continue"));
-  std::string out;
-  const int rc = RunAndKillAWorker(dir, "failure_e2e_dcloss", &out, "-9", "server");
-  EXPECT_EQ(rc, 0) << out;
+  const std::string out = RunContinuedJob("failure_e2e_dcloss", "-9", "server");
   EXPECT_TRUE(Has(out, "[launcher] dc-b/server0 was killed by signal 9")) << out;
   EXPECT_TRUE(Has(out, "node dc-b/server0 (worker rank 1, party dc-b)")) << out;  // its global-tier rank
-  const std::string summary = ReadFile(dir / "run" / "summary.json");
-  EXPECT_TRUE(Has(summary, "\"status\": \"completed\"")) << summary;
-  EXPECT_TRUE(Has(summary, "\"iterations\": 1500")) << summary;
 }
 
 // A worker frozen with SIGSTOP past the heartbeat timeout: its data centre is told who (declared dead) and goes
 // on without it; when the job is done the launcher kills the frozen process instead of waiting for it forever.
 TEST(FailureE2eTest, UnderContinueTheJobCompletesWithoutAFrozenWorker) {
-  ScratchDir dir;
-  WriteFile(dir / "failure_e2e_frozen.yaml", Recipe("continue"));
-  std::string out;
-  const int rc = RunAndKillAWorker(dir, "failure_e2e_frozen", &out, "-STOP");
-  EXPECT_EQ(rc, 0) << out;
+  const std::string out = RunContinuedJob("failure_e2e_frozen", "-STOP", "");
   EXPECT_TRUE(Has(out, "node dc-a/worker1 (worker rank 1, party dc-a)")) << out;
   EXPECT_TRUE(Has(out, "declared dead; the tier goes on")) << out;
   EXPECT_TRUE(Has(out, "[launcher] dc-a/worker1 was still running after the job ended")) << out;
-  const std::string summary = ReadFile(dir / "run" / "summary.json");
-  EXPECT_TRUE(Has(summary, "\"status\": \"completed\"")) << summary;
-  EXPECT_TRUE(Has(summary, "\"iterations\": 1500")) << summary;
 }
 
 }  // namespace
