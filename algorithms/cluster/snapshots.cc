@@ -135,8 +135,8 @@ Result<int64_t> ResumeRound(const ClusterConfig& c, const ps::JobDescription& jo
   if (round + 1 >= total) {
     return Status::InvalidArgument("the snapshots in " + dir.string() + " are of round " + std::to_string(round) +
                                    ", the job's last (" + std::to_string(total) +
-                                   " rounds): the run already finished (raise training.max_iterations or training.epochs "
-                                   "with --set to train further)");
+                                   " rounds): the run already finished (raise training.max_iterations or "
+                                   "training.epochs with --set to train further)");
   }
   return round + 1;
 }

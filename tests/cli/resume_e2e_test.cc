@@ -51,7 +51,8 @@ TEST(ResumeE2eTest, AResumedTopologyRunEndsLikeOneThatNeverStopped) {
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
   EXPECT_EQ(Field(dir / "run/summary.json", "status"), "\"completed\"");
   EXPECT_EQ(Field(dir / "run/summary.json", "iterations"), "40");
-  EXPECT_EQ(Field(dir / "run/summary.json", "final_test_loss"), Field(dir / "straight/summary.json", "final_test_loss"));
+  EXPECT_EQ(Field(dir / "run/summary.json", "final_test_loss"),
+            Field(dir / "straight/summary.json", "final_test_loss"));
   // The resumed job continued at round 30 instead of training again from round 0 (which would end with the same
   // loss): the evaluation at the end of the first epoch (iteration 21) was logged once.
   const std::string metrics = ReadFile(dir / "run/metrics.jsonl");
