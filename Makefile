@@ -7,7 +7,7 @@ BUILD_TYPE ?= Release
 WERROR_FLAG := $(if $(filter true 1,$(CI)),-DGEOMX_WERROR=ON,)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test fuzz clean
+.PHONY: all deps configure build run test fuzz sanitize clean
 
 all: build
 
@@ -43,6 +43,14 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	bash scripts/install-deps.sh --fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
+
+# The suites under the sanitizers (docs/sanitizers.md): ASan + UBSan over the whole suite in build-asan, TSan over the
+# comm tests and the every-role-as-threads cluster tests in build-tsan (GCC, CUDA off; the runtimes come with g++).
+# Fails on a failing test or any sanitizer report. SANITIZE_PARTS picks parts: asan, asan-comm (the comm tests
+# only), tsan.
+SANITIZE_PARTS ?= asan tsan
+sanitize: deps
+	JOBS=$(JOBS) SANITIZE_PARTS="$(SANITIZE_PARTS)" bash scripts/sanitize.sh
 
 clean:
 	rm -rf $(BUILD)

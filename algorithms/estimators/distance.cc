@@ -8,6 +8,14 @@
 #include "engine/base/check.h"
 #include "engine/cpu/blas.h"
 
+// AVX2 and baseline clones picked at load time; not under ThreadSanitizer, which instruments the clones' ifunc
+// resolver that the loader runs before TSan's runtime is up (a crash at start).
+#if defined(__SANITIZE_THREAD__)
+#define GEOMX_AVX2_CLONES
+#else
+#define GEOMX_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+
 namespace geomx::algorithms {
 namespace {
 
@@ -15,8 +23,8 @@ namespace {
 // of `b`; `omp simd` lets the compiler vectorise the float sums (it may reorder them, so the last bits depend on
 // the vector width: callers that need exact values use L1()). Cloned for AVX2 because the build targets plain
 // x86-64 and this loop is all the L1 metric costs.
-__attribute__((target_clones("avx2", "default"))) void L1Tile(const float* a, int64_t m, const float* b, int64_t n,
-                                                              int64_t dim, float* out, int64_t ldo) {
+GEOMX_AVX2_CLONES void L1Tile(const float* a, int64_t m, const float* b, int64_t n, int64_t dim, float* out,
+                              int64_t ldo) {
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) {
     const float* a0 = a + i * dim;

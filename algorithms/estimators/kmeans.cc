@@ -22,6 +22,14 @@
 #include "algorithms/estimators/estimator.h"
 #include "engine/base/rng.h"
 
+// AVX2 and baseline clones picked at load time; not under ThreadSanitizer, which instruments the clones' ifunc
+// resolver that the loader runs before TSan's runtime is up (a crash at start).
+#if defined(__SANITIZE_THREAD__)
+#define GEOMX_AVX2_CLONES
+#else
+#define GEOMX_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+
 namespace geomx::algorithms {
 namespace {
 
@@ -145,7 +153,7 @@ void DistancesTo(const Points& p, const float* cands, int64_t m, int threads, fl
 
 // sum += w * x for one row (float, vectorised): the accumulation half of a Lloyd step. Callers add these float
 // sums into double accumulators once per block of kBlock rows, so the rounding stays that of kBlock float adds.
-__attribute__((target_clones("avx2", "default"))) void AddScaledRow(const float* x, float w, int64_t d, float* sum) {
+GEOMX_AVX2_CLONES void AddScaledRow(const float* x, float w, int64_t d, float* sum) {
 #pragma omp simd
   for (int64_t j = 0; j < d; ++j) sum[j] += w * x[j];
 }

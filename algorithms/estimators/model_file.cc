@@ -154,14 +154,16 @@ Status ModelReader::GetFloats(const std::string& name, std::vector<float>* out, 
   const Section* s = nullptr;
   GEOMX_RETURN_IF_ERROR(Find(name, kFloats, expected, &s));
   out->resize(s->count);
-  std::memcpy(out->data(), s->payload.data(), s->payload.size());
+  // Empty section: out->data() may be null, and memcpy's pointers must not be null even for 0 bytes (UBSan).
+  if (!s->payload.empty()) std::memcpy(out->data(), s->payload.data(), s->payload.size());
   return Status::Ok();
 }
 Status ModelReader::GetInts(const std::string& name, std::vector<int64_t>* out, int64_t expected) const {
   const Section* s = nullptr;
   GEOMX_RETURN_IF_ERROR(Find(name, kInts, expected, &s));
   out->resize(s->count);
-  std::memcpy(out->data(), s->payload.data(), s->payload.size());
+  // Empty section: out->data() may be null, and memcpy's pointers must not be null even for 0 bytes (UBSan).
+  if (!s->payload.empty()) std::memcpy(out->data(), s->payload.data(), s->payload.size());
   return Status::Ok();
 }
 Status ModelReader::GetString(const std::string& name, std::string* out) const {

@@ -12,8 +12,9 @@
 
 // The dot-product loops below are compiled twice on x86-64 (AVX2 and baseline) and picked at load time, because
 // the build targets baseline x86-64. Only batch-level functions carry the attribute (one dispatch per kernel row or
-// block, not per dot product). This is an attribute, not behaviour; hence the macro.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// block, not per dot product). This is an attribute, not behaviour; hence the macro. Not under ThreadSanitizer: it
+// instruments the clones' ifunc resolver, which the loader runs before TSan's runtime is up (a crash at start).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define GEOMX_SMO_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define GEOMX_SMO_CLONES

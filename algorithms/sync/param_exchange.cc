@@ -97,11 +97,10 @@ Status ParamExchange::Exchange(const std::vector<nn::Parameter*>& params, const 
     }
   }
   link_->PushPullAsync(keys_, in, outs_, round, [this](size_t i, Status s) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      state_[i].done = true;
-      if (!s.ok() && error_.ok()) error_ = s.WithContext("parameter " + state_[i].param->key());
-    }
+    // Notify under the lock: the destructor returns (and destroys cv_) once every key is done (TSan).
+    std::lock_guard<std::mutex> lock(mu_);
+    state_[i].done = true;
+    if (!s.ok() && error_.ok()) error_ = s.WithContext("parameter " + state_[i].param->key());
     cv_.notify_all();
   });
   return Status::Ok();

@@ -58,11 +58,11 @@ bool PrioritySender::CanSendLocked() const {
 }
 
 void PrioritySender::OnRelease(uint64_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --in_flight_;
-    in_flight_bytes_ -= bytes;
-  }
+  // Notify under the lock: the destructor returns (and destroys cv_) as soon as it sees in_flight_ == 0, so a
+  // notify after unlocking could touch a destroyed condition variable (TSan, docs/sanitizers.md).
+  std::lock_guard<std::mutex> lock(mu_);
+  --in_flight_;
+  in_flight_bytes_ -= bytes;
   cv_.notify_all();
 }
 

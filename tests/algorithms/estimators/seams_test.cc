@@ -90,6 +90,22 @@ TEST(ModelFileTest, RoundTripsEverySectionType) {
   EXPECT_EQ(r->GetFloats("nope", &f2).code(), StatusCode::kDataLoss);   // missing
 }
 
+// Empty arrays (a kernel SVM without support vectors, a model with no intercepts) read back empty. UBSan caught the
+// reader passing an empty vector's null data() to memcpy (make sanitize, docs/sanitizers.md).
+TEST(ModelFileTest, RoundTripsEmptyArrays) {
+  ModelWriter w;
+  w.PutFloats("none", std::vector<float>{});
+  w.PutInts("nothing", std::vector<int64_t>{});
+  auto r = ModelReader::Parse(w.Encode(), "m.gxm");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<float> f;  // data() is null
+  std::vector<int64_t> i;
+  ASSERT_TRUE(r->GetFloats("none", &f, 0).ok());
+  ASSERT_TRUE(r->GetInts("nothing", &i, 0).ok());
+  EXPECT_TRUE(f.empty());
+  EXPECT_TRUE(i.empty());
+}
+
 TEST(ModelFileTest, RejectsCorruptTruncatedAndOversizedFiles) {
   ModelWriter w;
   w.PutFloats("w", std::vector<float>(100, 1.0f));
