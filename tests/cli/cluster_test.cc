@@ -69,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Servers, FsaEquivalenceTest,
                                   std::to_string(info.param.second);
                          });
 
-// Every role as threads over inproc ZeroMQ for 100 iterations (also run under AddressSanitizer by `make sanitize`, docs/sanitizers.md).
+// Every role as threads over inproc ZeroMQ for 100 iterations (also under AddressSanitizer: `make sanitize`,
+// docs/sanitizers.md).
 TEST(ClusterTest, HundredIterationsOverInprocZeroMq) {
   Recipe r = MakeRecipe(2, 1, /*epochs=*/7);  // 16 iterations per epoch -> 112 >= 100
   r.training.max_iterations = 100;
