@@ -14,6 +14,15 @@
 
 #include <cstdint>
 
+// For the float kernels of distance.cc and kmeans.cc: AVX2 and baseline clones picked at load time (the build
+// targets baseline x86-64); not under ThreadSanitizer, which instruments the clones' ifunc resolver that the loader
+// runs before TSan's runtime is up (a crash at start).
+#if defined(__SANITIZE_THREAD__)
+#define GEOMX_AVX2_CLONES
+#else
+#define GEOMX_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+
 namespace geomx::algorithms {
 
 // out[i] = ||x_i||^2 for i < rows (accumulated in double, stored as float).

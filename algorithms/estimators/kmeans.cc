@@ -22,14 +22,6 @@
 #include "algorithms/estimators/estimator.h"
 #include "engine/base/rng.h"
 
-// AVX2 and baseline clones picked at load time; not under ThreadSanitizer, which instruments the clones' ifunc
-// resolver that the loader runs before TSan's runtime is up (a crash at start).
-#if defined(__SANITIZE_THREAD__)
-#define GEOMX_AVX2_CLONES
-#else
-#define GEOMX_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-
 namespace geomx::algorithms {
 namespace {
 
