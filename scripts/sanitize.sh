@@ -51,11 +51,6 @@ CLUSTER_TESTS=(cli_sync_tests cli_failure_tests cli_tests geomx)
 CLUSTER_REGEX='(Compression[A-Za-z]*|LinkPlan|Esync[A-Za-z]*|Hfa[A-Za-z]*|AveragingRulesTest|CompressedWanTest'
 CLUSTER_REGEX+='|DilocoTest|Mixed[A-Za-z]*|P3Test|Cluster[A-Za-z]*Test|FsaEquivalenceTest)[.]'
 
-# The comm cases over ZeroMQ (the zmq / inproc variants, ZmqVan and ShapedVan over ZeroMQ) are left out of TSan:
-# a frame we encode is handed to libzmq without a copy and read by the receiving thread after zmq_msg_recv; the
-# hand-over happens inside libzmq (not instrumented), so TSan reports every such frame as a race between our encoder
-# and our decoder, with no libzmq frame on either stack for scripts/tsan.supp to match (docs/sanitizers.md).
-TSAN_ZMQ_REGEX='"zmq"|/zmq|/inproc|Zmq|ZeroMq'
 
 failed=()
 log() { echo "sanitize: $*"; }
@@ -119,8 +114,8 @@ part_tsan() {
   configure build-tsan -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread || { failed+=("tsan (configure)"); return; }
   build tsan build-tsan --target "${COMM_TESTS[@]}" "${CLUSTER_TESTS[@]}" || return
-  run_ctest tsan-comm build-tsan/tests/comm TSAN_ENV -E "$TSAN_ZMQ_REGEX"
-  run_ctest tsan-cluster build-tsan/tests/cli TSAN_ENV -R "$CLUSTER_REGEX" -E "$TSAN_ZMQ_REGEX"
+  run_ctest tsan-comm build-tsan/tests/comm TSAN_ENV
+  run_ctest tsan-cluster build-tsan/tests/cli TSAN_ENV -R "$CLUSTER_REGEX"
 }
 
 for part in $PARTS; do

@@ -220,14 +220,16 @@ class RecordingRelay {
         const int to = fds_[k ^ 1];      // pairs: [2j] = accepted client side, [2j + 1] = server side
         char buf[65536];
         const ssize_t n = read(from, buf, sizeof(buf));
+        if (n > 0) {  // recorded before it is passed on: once the receiver has it, the recording has it (CI race)
+          std::lock_guard<std::mutex> lock(mu_);
+          recorded_.append(buf, static_cast<size_t>(n));
+        }
         if (n <= 0 || !WriteAll(to, buf, static_cast<size_t>(n))) {
           close(fds_[k & ~size_t{1}]);
           close(fds_[k | 1]);
           fds_.erase(fds_.begin() + static_cast<long>(k & ~size_t{1}), fds_.begin() + static_cast<long>((k | 1) + 1));
           continue;
         }
-        std::lock_guard<std::mutex> lock(mu_);
-        recorded_.append(buf, static_cast<size_t>(n));
       }
     }
   }
