@@ -31,6 +31,7 @@ struct Meta {
 
 struct Message {
   Meta meta;
+  // Payload frames. A Van delivers each received frame 8-byte aligned (readable as float, int64, double).
   std::vector<Bytes> data;
   // Never on the wire: the authenticated member name of the sender ("dc-a/worker1"), set by the receiving Van
   // from the key the sender proved to hold (ZmqVan with CURVE: the name the ZAP handler gave that key). Empty
