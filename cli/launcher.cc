@@ -108,38 +108,45 @@ Status Launcher::Start(std::vector<ChildSpec> specs) {
       return Status::InvalidArgument("launcher: two children are named '" + spec.name + "'");
     }
   }
-  const pid_t parent = getpid();
   children_.reserve(specs.size());
   for (ChildSpec& spec : specs) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      Status s = Status::Internal("launcher: pipe for '" + spec.name + "': " + std::strerror(errno));
-      KillAll();
-      return s;
-    }
-    // Everything the child needs is prepared before fork: between fork and exec only async-signal-safe calls.
-    std::vector<char*> argv;
-    for (std::string& arg : spec.argv) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    const std::string exec_error = "geomx launcher: cannot execute '" + spec.argv[0] + "' (errno ";
-    const pid_t pid = fork();
-    if (pid == 0) ExecChild(argv.data(), fds[1], parent, exec_error);
-    close(fds[1]);
-    if (pid < 0) {
-      Status s = Status::Internal("launcher: fork for '" + spec.name + "': " + std::strerror(errno));
-      close(fds[0]);
-      KillAll();
-      return s;
-    }
-    setpgid(pid, pid);  // also done by the child; whichever runs first wins, so signals always find the group
-    fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
     Child child;
     child.spec = std::move(spec);
-    child.pid = pid;
-    child.out_fd = fds[0];
-    child.running = true;
+    Status s = Spawn(child);
+    if (!s.ok()) {
+      KillAll();
+      return s;
+    }
     children_.push_back(std::move(child));
   }
+  return Status::Ok();
+}
+
+Status Launcher::Spawn(Child& child) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return Status::Internal("launcher: pipe for '" + child.spec.name + "': " + std::strerror(errno));
+  }
+  // Everything the child needs is prepared before fork: between fork and exec only async-signal-safe calls.
+  std::vector<char*> argv;
+  for (std::string& arg : child.spec.argv) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  const std::string exec_error = "geomx launcher: cannot execute '" + child.spec.argv[0] + "' (errno ";
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) ExecChild(argv.data(), fds[1], parent, exec_error);
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return Status::Internal("launcher: fork for '" + child.spec.name + "': " + std::strerror(errno));
+  }
+  setpgid(pid, pid);  // also done by the child; whichever runs first wins, so signals always find the group
+  fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  child.pid = pid;
+  child.out_fd = fds[0];
+  child.partial.clear();
+  child.running = true;
+  child.wait_status = 0;
   return Status::Ok();
 }
 
@@ -154,7 +161,7 @@ Status Launcher::Wait(const std::atomic<bool>* interrupted) {
   for (;;) {
     const bool pipes_open = PumpOutput();
     if (RunningCount() == 0 && (!pipes_open || Clock::now() - all_exited > kPipeLinger)) break;
-    const int newly_failed = ReapExited();
+    const int newly_failed = ReapExited(/*may_restart=*/failed < 0 && !was_interrupted);
     if (RunningCount() == 0 && all_exited == Clock::time_point{}) all_exited = Clock::now();
     if (newly_failed >= 0 && failed < 0 && !was_interrupted) {
       failed = newly_failed;
@@ -246,7 +253,7 @@ bool Launcher::PumpOutput() {
   return true;
 }
 
-int Launcher::ReapExited() {
+int Launcher::ReapExited(bool may_restart) {
   int failed = -1;
   for (size_t i = 0; i < children_.size(); ++i) {
     Child& c = children_[i];
@@ -258,6 +265,18 @@ int Launcher::ReapExited() {
     }
     Reap(c);
     if (ExitedCleanly(c.wait_status) || c.left_over) continue;
+    const bool user_error = WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 2;
+    if (c.spec.may_fail && c.spec.restartable && may_restart && !user_error &&
+        restarts_ < options_.max_restarts) {
+      ++restarts_;
+      Drain(c, /*to_eof=*/true);
+      options_.sink("[launcher] " + c.spec.name + " " + DescribeExit(c.wait_status) + "; restarting it (" +
+                    std::to_string(restarts_) + " of " + std::to_string(options_.max_restarts) +
+                    ", topology.worker_restarts)");
+      Status s = Spawn(c);
+      if (s.ok()) continue;
+      options_.sink("[launcher] " + s.message());
+    }
     if (c.spec.may_fail) {
       lost_.push_back(c.spec.name + " " + DescribeExit(c.wait_status));
       const std::string line = "[launcher] " + lost_.back() + "; the job goes on without it "

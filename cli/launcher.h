@@ -44,6 +44,10 @@ struct ChildSpec {
   // that may not fail has exited 0, such a child still running after `grace_period_ms` (a worker the job dropped
   // because it froze: SIGSTOP) is killed, reported and listed in lost() too.
   bool may_fail = false;
+  // With may_fail: when it fails (not exit 2, not while the job stops) the launcher starts it again with the same
+  // argv, up to LauncherOptions::max_restarts times over all children (a worker rejoining its data centre under
+  // topology.failure_policy continue or wait); restarts() counts them.
+  bool restartable = false;
 };
 
 struct LauncherOptions {
@@ -53,6 +57,7 @@ struct LauncherOptions {
   // line. Called on the thread that calls Wait.
   std::function<void(std::string_view line)> sink;
   bool prefix_lines = true;  // false: lines reach the sink as the child printed them, without "[name] "
+  int max_restarts = 0;      // restarts of ChildSpec::restartable children, over all of them
 };
 
 class Launcher {
@@ -82,6 +87,8 @@ class Launcher {
   std::vector<pid_t> pids() const;
   // Children with ChildSpec::may_fail that failed, with how they ended ("dc-a/worker1 was killed by signal 9").
   const std::vector<std::string>& lost() const { return lost_; }
+  // How many times a restartable child was started again.
+  int restarts() const { return restarts_; }
 
  private:
   struct Child {
@@ -96,7 +103,10 @@ class Launcher {
   };
 
   bool PumpOutput();  // waits up to one poll period for output and relays it; false when no pipe is open
-  int ReapExited();   // reaps the children that exited; returns the first that failed, or -1
+  // Reaps the children that exited; returns the first that failed, or -1. A restartable child is started again
+  // instead when `may_restart` and restarts are left.
+  int ReapExited(bool may_restart);
+  Status Spawn(Child& child);  // forks and executes child.spec; fills pid, out_fd, running
   void Emit(Child& child, std::string_view line);
   void Drain(Child& child, bool to_eof);  // reads what the pipe holds; on EOF flushes the partial line
   void Reap(Child& child);                // after the child exited: kills its group's leftovers, waits
@@ -110,6 +120,7 @@ class Launcher {
   LauncherOptions options_;
   std::vector<Child> children_;
   std::vector<std::string> lost_;
+  int restarts_ = 0;
 };
 
 // Runs `argv` to completion under a Launcher (its own process group, PR_SET_PDEATHSIG, stdin /dev/null) and

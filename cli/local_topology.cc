@@ -110,10 +110,17 @@ Result<LocalTopologyPlan> PlanLocalTopology(const TrainFlags& flags, const Recip
     // topology.failure_policy: continue: a worker that dies is dropped from its data centre, and a data centre
     // whose scheduler or local server dies is dropped as a whole, except the first (its worker 0 evaluates and
     // writes the run folder); the job goes on.
+    // Under wait, a worker that dies is waited for instead. With topology.worker_restarts the launcher starts a
+    // dead worker again and it rejoins, except the evaluating one (the first data centre's worker 0, which
+    // writes the run folder).
     const bool droppable_dc = party != "central" && party != t.datacentres.front().name;
-    p.may_fail = t.failure_policy == "continue" &&
-                 (kind == RoleSpec::Kind::kWorker ||
-                  (droppable_dc && (kind == RoleSpec::Kind::kScheduler || kind == RoleSpec::Kind::kServer)));
+    const bool worker = kind == RoleSpec::Kind::kWorker;
+    p.may_fail = (t.failure_policy == "continue" &&
+                  (worker || (droppable_dc && (kind == RoleSpec::Kind::kScheduler ||
+                                               kind == RoleSpec::Kind::kServer)))) ||
+                 (t.failure_policy == "wait" && worker);
+    p.restartable = worker && p.may_fail && t.worker_restarts > 0 &&
+                    !(party == t.datacentres.front().name && rank == 0);
     p.argv = {exe};
     if (const auto ns = netns.find(party); ns != netns.end()) p.argv = {"ip", "netns", "exec", ns->second.ns, exe};
     if (kind == RoleSpec::Kind::kWorker) {
@@ -166,7 +173,7 @@ std::string FormatLocalTopologyPlan(const LocalTopologyPlan& plan, const Recipe&
 
 std::vector<ChildSpec> ChildSpecsOf(const LocalTopologyPlan& plan) {
   std::vector<ChildSpec> specs;
-  for (const PlannedProcess& p : plan.processes) specs.push_back({p.name, p.argv, p.may_fail});
+  for (const PlannedProcess& p : plan.processes) specs.push_back({p.name, p.argv, p.may_fail, p.restartable});
   return specs;
 }
 
@@ -190,7 +197,7 @@ Status RunLocalTopology(const TrainFlags& flags, const Recipe& recipe, const std
     GEOMX_RETURN_IF_ERROR(comm::GenerateKeys(plan.generated_keys, MemberNames(recipe), /*force=*/false)
                               .WithContext("security: the run's keys"));
   }
-  Launcher launcher;
+  Launcher launcher(LauncherOptions{.max_restarts = recipe.topology.worker_restarts});
   GEOMX_RETURN_IF_ERROR(launcher.Start(ChildSpecsOf(plan)));
   return launcher.Wait(interrupted);
 }

@@ -32,6 +32,7 @@ struct PlannedProcess {
   std::vector<std::string> argv;  // argv[0] is the geomx executable
   std::string listens;            // "127.0.0.1:41234" for schedulers; "" = an ephemeral port it registers
   bool may_fail = false;          // a worker under topology.failure_policy: continue (ChildSpec::may_fail)
+  bool restartable = false;       // started again when it fails (topology.worker_restarts; ChildSpec::restartable)
 };
 
 struct LocalTopologyPlan {

@@ -390,11 +390,24 @@ std::vector<RecipeKey> BuildTable() {
        .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.heartbeat_timeout_ms}; },
        .range = Above(0), .help = "A node silent this long is reported dead (longer than heartbeat_interval).",
        .allowed_doc = "> 0, whole ms"},
+      {.path = "topology.timeouts.rejoin",
+       .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.rejoin_timeout_ms}; },
+       .range = Above(0),
+       .help = "failure_policy: wait: a lost worker that has not rejoined this long after it was declared lost "
+               "stops the job (heartbeat_timeout + rejoin must stay below the request timeout).",
+       .allowed_doc = "> 0, whole ms"},
       {.path = "topology.failure_policy", .field = [](R r) -> F { return &r.topology.failure_policy; },
-       .allowed = {"stop", "continue"}, .noun = "failure policy",
-       .help = "A worker, or a data centre's scheduler or local server, dies or fails: stop the job, or continue "
+       .allowed = {"stop", "continue", "wait"}, .noun = "failure policy",
+       .help = "A worker, or a data centre's scheduler or local server, dies or fails: stop the job; continue "
                "without the worker (its shard is skipped) or the whole data centre (not the first: its worker 0 "
-               "evaluates); sync.mode fsa. Global servers and the global scheduler always stop the job."},
+               "evaluates); or wait for the worker to rejoin (its data centre pauses; a lost data centre stops "
+               "the job). With continue or wait a worker started again rejoins the running job; sync.mode fsa. "
+               "Global servers and the global scheduler always stop the job."},
+      {.path = "topology.worker_restarts", .field = [](R r) -> F { return &r.topology.worker_restarts; },
+       .range = AtLeast(0),
+       .help = "`geomx train` on one host: a worker that dies is started again and rejoins the running job, up "
+               "to N times in all (failure_policy continue or wait; not the evaluating worker, the first data "
+               "centre's worker 0)."},
       {.path = "topology.snapshot_every", .field = [](R r) -> F { return &r.topology.snapshot_every; },
        .range = AtLeast(0),
        .help = "Global servers snapshot the model and optimizer state every N rounds into RUN/snapshots, so "

@@ -43,6 +43,22 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
                                               : "sync.mode: " + s.mode + " cannot") +
                         ": use stop, or sync.mode: fsa"});
   }
+  if (recipe.topology.failure_policy == "wait" &&
+      (!traits.survives_lost_workers || recipe.has_algorithm || recipe.optimizer_where != "global-server")) {
+    out->push_back({{"topology.failure_policy", "sync.mode", "optimizer.where", "algorithm"}, "topology.failure_policy",
+                    std::string("wait takes a restarted worker back at the round it missed, from the servers' "
+                                "weights: that needs sync.mode fsa with optimizer.where: global-server") +
+                        (recipe.has_algorithm ? "; a classical algorithm is fitted in one go"
+                                              : "; the recipe has sync.mode: " + s.mode + ", optimizer.where: " +
+                                                    recipe.optimizer_where) +
+                        ": use stop or continue, or those settings"});
+  }
+  if (recipe.topology.worker_restarts > 0 && recipe.topology.failure_policy == "stop") {
+    out->push_back({{"topology.worker_restarts", "topology.failure_policy"}, "topology.worker_restarts",
+                    "a restarted worker rejoins a job that went on (continue) or waited (wait) for it: set "
+                    "topology.failure_policy to continue or wait, or use topology.max_restarts to restart the "
+                    "whole job"});
+  }
   if (recipe.topology.snapshot_every > 0 &&
       (!traits.snapshots || recipe.has_algorithm || recipe.optimizer_where != "global-server")) {
     out->push_back({{"topology.snapshot_every", "sync.mode", "optimizer.where", "algorithm"}, "topology.snapshot_every",

@@ -60,6 +60,19 @@ std::vector<TopologyRuleViolation> CheckTopologyRules(const Recipe& recipe,
                    "must be longer than " + interval + " (" + DurationMillisText(o.heartbeat_interval_ms) + "), got " +
                        DurationMillisText(o.heartbeat_timeout_ms)});
   }
+  // Under wait the other workers' requests wait for the lost one: they must not time out before the tier gives
+  // up on it (declared lost after heartbeat_timeout, then rejoin).
+  const std::string rejoin = "topology.timeouts.rejoin";
+  const std::string request = "topology.timeouts.request";
+  if (t.failure_policy == "wait" && !has_error(rejoin) && !has_error(request) && !has_error(timeout) &&
+      static_cast<int64_t>(o.heartbeat_timeout_ms) + o.rejoin_timeout_ms >= o.request_timeout_ms) {
+    out.push_back({{rejoin, timeout, request, "topology.failure_policy"},
+                   rejoin,
+                   "with failure_policy: wait, " + timeout + " (" + DurationMillisText(o.heartbeat_timeout_ms) +
+                       ") + " + rejoin + " (" + DurationMillisText(o.rejoin_timeout_ms) + ") must be below " +
+                       request + " (" + DurationMillisText(o.request_timeout_ms) +
+                       "): the other workers' requests wait for the lost worker that long"});
+  }
   return out;
 }
 

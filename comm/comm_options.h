@@ -21,6 +21,14 @@ struct CommOptions {
   // tier (kNodeLeft to every member; servers aggregate without it) instead of failing the tier. Servers, and the
   // global tier's members, always fail their tier.
   bool continue_without_lost_workers = false;
+  // topology.failure_policy: wait. A lost worker is waited for instead: the servers keep expecting its pushes (its
+  // data centre pauses) until it rejoins; the tier fails, naming it, when it has not rejoined within
+  // rejoin_timeout_ms of being declared lost.
+  bool wait_for_lost_workers = false;
+  int rejoin_timeout_ms = 60000;
+  // A worker process started again for a rank of the running tier (a restart after a crash) is admitted in place
+  // of the old one (kNodeJoined; comm/scheduler.h) instead of refused. Needs continue or wait.
+  bool admit_rejoins = false;
   int64_t split_bytes = 1 << 20;      // MultiGPS: a tensor larger than this is split over several servers
   LinkOptions wan;                    // links between different parties
   LinkOptions lan;                    // links inside a party

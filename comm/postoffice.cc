@@ -237,6 +237,7 @@ void Postoffice::HandleSchedulerMessage(Message&& msg) {
   switch (meta.command) {
     case Command::kNodeTable: {
       if (have_table_) return;
+      rejoined_ = meta.timestamp == kRejoinTable;
       lock.unlock();
       HandleNodeTable(msg);
       std::vector<Message> early = std::move(early_);
@@ -280,16 +281,57 @@ void Postoffice::HandleSchedulerMessage(Message&& msg) {
         return;
       }
       const std::string why = f.count("why") ? f.at("why") : "";
+      if (f.count("wait")) {  // topology.failure_policy: wait: nobody drops it; its data centre pauses
+        GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " waits for " << Describe(id)
+                            << " to rejoin: " << why;
+        return;
+      }
       GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " goes on without " << Describe(id)
                           << ": " << why;
       std::lock_guard<std::mutex> cb(callback_mu_);
       if (node_left_callback_) node_left_callback_(id, why);
       return;
     }
+    case Command::kNodeJoined:
+      lock.unlock();
+      return HandleNodeJoined(meta);
     default:
       GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " dropped unexpected "
                           << CommandName(meta.command) << " from the scheduler";
   }
+}
+
+void Postoffice::HandleNodeJoined(const Meta& meta) {
+  if (!meta.request) return;
+  std::map<std::string, std::string> f;
+  int id = -1;
+  if (DecodeFields(meta.body, &f).ok() && f.count("node")) id = std::atoi(f.at("node").c_str());
+  const NodeInfo* n = id > 0 ? FindNode(id) : nullptr;
+  if (n == nullptr || n->role != NodeRole::kWorker || !f.count("endpoint") || f.at("endpoint").empty()) {
+    GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " dropped a malformed node_joined";
+    return;
+  }
+  const std::string& endpoint = f.at("endpoint");
+  if (id != self_.id) {  // reconnecting replaces the channel to its old endpoint
+    const LinkClass link = n->party == self_.party ? LinkClass::kLan : LinkClass::kWan;
+    Status c = van_->Connect(id, endpoint, link, n->name);
+    if (!c.ok()) {
+      GEOMX_LOG(kWarning) << "tier " << spec_.name << ": " << self_.name << " cannot reach rejoining " << n->name
+                          << " at " << endpoint << ": " << c.ToString();
+      return;  // no acknowledgement: the scheduler does not hand the node a table nobody can answer
+    }
+    GEOMX_LOG(kInfo) << "tier " << spec_.name << ": " << self_.name << " reaches rejoined " << n->name << " at "
+                     << endpoint;
+  }
+  Message ack;
+  ack.meta.command = Command::kNodeJoined;
+  ack.meta.sender = self_.id;
+  ack.meta.recipient = kSchedulerId;
+  ack.meta.request = false;
+  ack.meta.timestamp = meta.timestamp;
+  Result<size_t> sent = van_->Send(kSchedulerId, ack);
+  if (!sent.ok()) GEOMX_LOG(kWarning) << "tier " << spec_.name << ": node_joined not acknowledged: "
+                                          << sent.status().ToString();
 }
 
 void Postoffice::HandleNodeTable(const Message& msg) {

@@ -99,7 +99,9 @@ class Postoffice {
 
   // Called on the receive thread when the scheduler drops a lost worker and the tier goes on without it
   // (CommOptions::continue_without_lost_workers; kNodeLeft): its node id and why. Servers use it to stop waiting
-  // for that worker's pushes. Replacing or clearing it waits for a call in progress.
+  // for that worker's pushes. Not called under wait_for_lost_workers (the worker is waited for). A worker that
+  // rejoins later (kNodeJoined) is reconnected here; its servers learn it from the worker itself (its first
+  // requests). Replacing or clearing it waits for a call in progress.
   void SetNodeLeftCallback(std::function<void(int node_id, const std::string& why)> callback);
 
   // Sends `msg` to `node_id` (sender and version are filled in). kFailedPrecondition before Start; kNotFound for
@@ -124,6 +126,9 @@ class Postoffice {
   const NodeInfo& self() const { return self_; }
   int my_id() const { return self_.id; }
   int my_rank() const { return self_.rank; }
+  // Whether this node joined a tier that was already running (a restarted worker; comm/scheduler.h "rejoin"):
+  // the tier's earlier barriers are behind it and the servers are past round 0.
+  bool rejoined() const { return rejoined_; }
   NodeRole role() const { return self_.role; }
   const std::vector<NodeInfo>& nodes() const { return nodes_; }
   std::vector<int> ServerIds() const;  // rank order
@@ -149,6 +154,8 @@ class Postoffice {
   // With an authenticating Van: whether `msg` comes from the key of the node it claims; counts and logs it if not.
   bool FromClaimedSender(const Message& msg);
   void HandleNodeTable(const Message& msg);
+  // kNodeJoined from the scheduler: connect to the rejoined worker's new endpoint, then acknowledge.
+  void HandleNodeJoined(const Meta& meta);
   void DispatchData(Message&& msg);
   void SetFatal(const Status& status);
   Status SendToScheduler(Command cmd, int64_t ts, std::string body);
@@ -165,6 +172,7 @@ class Postoffice {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool have_table_ = false;                    // GUARDED_BY(mu_)
+  bool rejoined_ = false;                      // written with the node table, before Start returns
   Status start_error_;                         // GUARDED_BY(mu_): refusal from the scheduler during Start
   Status fatal_;                               // GUARDED_BY(mu_): health()
   std::map<int64_t, Status> barrier_done_;     // GUARDED_BY(mu_): barrier ts -> the scheduler's answer

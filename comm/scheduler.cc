@@ -40,9 +40,17 @@ struct Member {
   NodeInfo info;
   Clock::time_point last_seen;
   bool finalized = false;
-  bool lost = false;  // dropped under CommOptions::continue_without_lost_workers: no longer waited for
+  bool lost = false;  // dropped (continue) or waited for (wait): not in barriers and goodbyes any more
+  Clock::time_point lost_at;  // when it was declared lost (wait: its rejoin deadline counts from here)
   // Per barrier group, the node's latest released barrier: a late duplicate of it is ignored.
   std::map<std::string, int64_t> released_barrier_ts;
+  // Per barrier group, how many barriers this process entered (a rejoined process starts at 0 and catches up).
+  std::map<std::string, int64_t> barriers_entered;
+  // Rejoining (CommOptions::admit_rejoins): the kNodeJoined of `join_ts` is not yet acknowledged by `awaiting`;
+  // the node gets its node table once it is.
+  bool joining = false;
+  int64_t join_ts = 0;
+  std::set<int> awaiting;
 };
 
 }  // namespace
@@ -127,6 +135,7 @@ class Scheduler::Loop {
     }
     if (!FromNamedNode(msg, it->second.info.name)) return;
     Member& m = it->second;
+    if (meta.command == Command::kNodeJoined && !meta.request) return HandleJoinAck(meta);
     if (m.lost) {  // declared lost, yet talking (a frozen process that resumed): it must stop
       if (meta.request) {
         SendTo(meta.sender, Command::kError, false, -1, "",
@@ -188,10 +197,16 @@ class Scheduler::Loop {
     for (const NodeInfo& a : anonymous_) {
       if (a.endpoint == node.endpoint) return;
     }
-    for (const auto& [id, m] : members_) {
+    for (auto& [id, m] : members_) {
       if (m.info.endpoint != node.endpoint) continue;
       if (m.info.role == node.role && (node.rank == -1 || node.rank == m.info.rank)) {
-        if (complete_) SendTo(id, Command::kNodeTable, false, 0, EncodeNodeTable(table_));
+        // The same endpoint again: a retry, or a restarted process on a fixed port (it is lost, or it had
+        // passed a barrier, which a retrying first registration cannot have).
+        if (complete_ && spec_.options.admit_rejoins && node.role == NodeRole::kWorker && !m.joining &&
+            node.name == m.info.name && (m.lost || !m.barriers_entered.empty())) {
+          return Rejoin(node, m);
+        }
+        if (complete_ && !m.joining) SendTo(id, Command::kNodeTable, false, 0, EncodeNodeTable(table_));
         return;
       }
       return Refuse(node, Status::AlreadyExists(Prefix() + ": " + who + " is already registered as " +
@@ -218,8 +233,22 @@ class Scheduler::Loop {
                                                   std::to_string(count - 1)));
     }
     if (complete_) {
-      return Refuse(node, Status::FailedPrecondition(Prefix() + ": " + who + " registered after the tier was "
-                                                     "complete (" + std::to_string(total()) + " nodes)"));
+      auto held = node.rank >= 0 ? members_.find(TierNodeId(node.role, node.rank, spec_.num_servers))
+                                 : members_.end();
+      if (spec_.options.admit_rejoins && node.role == NodeRole::kWorker && held != members_.end() &&
+          held->second.info.name == node.name) {
+        return Rejoin(node, held->second);
+      }
+      std::string why = Prefix() + ": " + who + " registered after the tier was complete (" +
+                        std::to_string(total()) + " nodes)";
+      if (!spec_.options.admit_rejoins) {
+        why += "; a restarted worker can rejoin a running job only with topology.failure_policy continue or wait";
+      } else if (node.role != NodeRole::kWorker || node.rank < 0) {
+        why += "; only a worker started again with its rank (--rank) can rejoin";
+      } else {
+        why += "; rank " + std::to_string(node.rank) + " belongs to " + held->second.info.name + ", not " + who;
+      }
+      return Refuse(node, Status::FailedPrecondition(why));
     }
     if (node.rank >= 0 && members_.count(TierNodeId(node.role, node.rank, spec_.num_servers))) {
       const NodeInfo& holder = members_.at(TierNodeId(node.role, node.rank, spec_.num_servers)).info;
@@ -240,6 +269,66 @@ class Scheduler::Loop {
       return;
     }
     if (static_cast<int>(members_.size() + anonymous_.size()) == total()) Complete();
+  }
+
+  // A worker process started again for `m`'s rank while the tier runs (CommOptions::admit_rejoins): it takes
+  // the place of the old process, lost or not (a process that registers again was restarted). Every other member
+  // connects to its new endpoint (kNodeJoined, acknowledged) before it gets its node table, so nobody answers it
+  // at the old address; its barriers catch up with the ones the tier passed.
+  void Rejoin(NodeInfo node, Member& m) {
+    node.id = m.info.id;
+    node.rank = m.info.rank;
+    const bool wan = !spec_.scheduler_party.empty() && node.party != spec_.scheduler_party;
+    Status c = van_->Connect(node.id, node.endpoint, wan ? LinkClass::kWan : LinkClass::kLan, node.name);
+    if (!c.ok()) {
+      GEOMX_LOG(kWarning) << Prefix() << ": cannot connect to rejoining " << node.name << " at " << node.endpoint
+                          << ": " << c.ToString();
+      return;
+    }
+    GEOMX_LOG(kWarning) << Prefix() << ": " << Describe(node) << " rejoins from " << node.endpoint
+                        << (m.lost ? "" : " (its previous process at " + m.info.endpoint + " is replaced)");
+    m.info.endpoint = node.endpoint;
+    for (NodeInfo& t : table_) {
+      if (t.id == node.id) t.endpoint = node.endpoint;
+    }
+    m.lost = false;
+    m.finalized = false;
+    m.last_seen = Clock::now();
+    m.released_barrier_ts.clear();
+    m.barriers_entered.clear();
+    for (auto& [group, arrived] : barriers_) arrived.erase(node.id);
+    m.joining = true;
+    m.join_ts = ++next_join_ts_;
+    m.awaiting.clear();
+    const std::string body = EncodeFields({{"node", std::to_string(node.id)}, {"endpoint", node.endpoint}});
+    for (const auto& [id, other] : members_) {
+      if (id == node.id || other.lost) continue;
+      m.awaiting.insert(id);
+      SendTo(id, Command::kNodeJoined, true, m.join_ts, body);
+    }
+    if (m.awaiting.empty()) FinishJoin(m);
+  }
+
+  void HandleJoinAck(const Meta& meta) {
+    for (auto& [id, m] : members_) {
+      if (m.joining && m.join_ts == meta.timestamp && m.awaiting.erase(meta.sender) && m.awaiting.empty()) {
+        FinishJoin(m);
+      }
+    }
+  }
+
+  // Everybody reaches the rejoined node: it gets the node table (timestamp kRejoinTable: it joins a running tier).
+  void FinishJoin(Member& m) {
+    m.joining = false;
+    SendTo(m.info.id, Command::kNodeTable, false, kRejoinTable, EncodeNodeTable(table_));
+    GEOMX_LOG(kInfo) << Prefix() << ": " << m.info.name << " rejoined the tier";
+  }
+
+  // `gone` will not acknowledge a rejoin: stop waiting for it.
+  void ForgetAcks(int gone) {
+    for (auto& [id, m] : members_) {
+      if (m.joining && m.awaiting.erase(gone) && m.awaiting.empty()) FinishJoin(m);
+    }
   }
 
   int Count(NodeRole role) const { return role == NodeRole::kServer ? spec_.num_servers : spec_.num_workers; }
@@ -331,9 +420,17 @@ class Scheduler::Loop {
       return SendTo(meta.sender, Command::kBarrierDone, false, meta.timestamp, "",
                     Status::InvalidArgument(Prefix() + ": " + who.name + " is not in barrier group '" + group + "'"));
     }
-    auto& released = members_.at(meta.sender).released_barrier_ts;
+    Member& m = members_.at(meta.sender);
+    auto& released = m.released_barrier_ts;
     if (released.count(group) && meta.timestamp <= released[group]) return;  // a duplicate delivery
     auto& arrived = barriers_[group];
+    auto a = arrived.find(meta.sender);
+    if (a != arrived.end() && a->second == meta.timestamp) return;  // a duplicate of a barrier still open
+    // A rejoined process enters the barriers the tier passed before it came back: they are released at once.
+    if (m.barriers_entered[group]++ < barriers_released_[group]) {
+      released[group] = meta.timestamp;
+      return SendTo(meta.sender, Command::kBarrierDone, false, meta.timestamp, group);
+    }
     arrived[meta.sender] = meta.timestamp;
     TryReleaseBarrier(group);
   }
@@ -348,6 +445,7 @@ class Scheduler::Loop {
       present += arrived.count(id) ? 1 : 0;
     }
     if (arrived.empty() || present < size) return;
+    ++barriers_released_[group];
     for (const auto& [id, ts] : arrived) {
       if (members_.at(id).lost) continue;
       members_.at(id).released_barrier_ts[group] = ts;
@@ -382,21 +480,35 @@ class Scheduler::Loop {
 
   // A node is gone (dead, or left with `why`): with continue_without_lost_workers and a worker that is not the
   // last one, the tier goes on without it (kNodeLeft to every member, which drops it from what it waits for);
-  // otherwise the tier fails. `except_id` is not told of a failure (it cannot hear it).
+  // with wait_for_lost_workers, a worker is waited for (kNodeLeft with "wait": nobody drops it) until it rejoins
+  // or rejoin_timeout_ms passed; otherwise the tier fails. `except_id` is not told of a failure (it cannot hear
+  // it).
   void LoseOrFail(int id, const Status& why, int except_id) {
     Member& m = members_.at(id);
     int workers_left = 0;
     for (const auto& [other_id, other] : members_) {
       workers_left += other.info.role == NodeRole::kWorker && !other.lost && other_id != id ? 1 : 0;
     }
-    if (!spec_.options.continue_without_lost_workers || m.info.role != NodeRole::kWorker ||
-        workers_left < std::max(1, spec_.min_workers_left)) {
+    const CommOptions& o = spec_.options;
+    const bool wait = o.wait_for_lost_workers;
+    if (m.info.role != NodeRole::kWorker || (!wait && !o.continue_without_lost_workers) ||
+        (!wait && workers_left < std::max(1, spec_.min_workers_left))) {
       return Fail(why, except_id);
     }
     m.lost = true;
-    GEOMX_LOG(kWarning) << why.message() << "; the tier goes on with its " << workers_left
-                        << " other workers (topology.failure_policy: continue)";
-    const std::string body = EncodeFields({{"node", std::to_string(id)}, {"why", why.message()}});
+    m.joining = false;
+    m.lost_at = Clock::now();
+    ForgetAcks(id);
+    if (wait) {
+      GEOMX_LOG(kWarning) << why.message() << "; the tier waits up to " << Seconds(o.rejoin_timeout_ms)
+                          << " for it to rejoin (topology.failure_policy: wait)";
+    } else {
+      GEOMX_LOG(kWarning) << why.message() << "; the tier goes on with its " << workers_left
+                          << " other workers (topology.failure_policy: continue)";
+    }
+    std::map<std::string, std::string> fields = {{"node", std::to_string(id)}, {"why", why.message()}};
+    if (wait) fields["wait"] = "1";
+    const std::string body = EncodeFields(fields);
     for (const auto& [other_id, other] : members_) {
       if (!other.lost) SendTo(other_id, Command::kNodeLeft, false, -1, body);
     }
@@ -429,6 +541,13 @@ class Scheduler::Loop {
         Fail(Status::DeadlineExceeded(RendezvousTimeoutMessage()));
       }
       return;
+    }
+    if (o.wait_for_lost_workers) {
+      for (const auto& [id, m] : members_) {
+        if (!m.lost || now - m.lost_at < std::chrono::milliseconds(o.rejoin_timeout_ms)) continue;
+        return Fail(Status::Unavailable(Prefix() + ": " + Describe(m.info) + " was lost and did not rejoin within " +
+                                        Seconds(o.rejoin_timeout_ms) + " (topology.failure_policy: wait)"));
+      }
     }
     if (o.heartbeat_interval_ms <= 0 || o.heartbeat_timeout_ms <= 0) return;
     for (const auto& [id, m] : members_) {
@@ -476,6 +595,8 @@ class Scheduler::Loop {
   std::vector<NodeInfo> table_;
   bool complete_ = false;
   std::map<std::string, std::map<int, int64_t>> barriers_;  // group -> node id -> barrier ts
+  std::map<std::string, int64_t> barriers_released_;        // group -> barriers released so far
+  int64_t next_join_ts_ = 0;
   int next_refused_id_ = kFirstRefusedId;
   std::optional<Status> result_;
   Clock::time_point finish_at_;

@@ -25,6 +25,16 @@
 //   * kShutdown: a node is done; when all are, every node gets the kShutdown response and Run returns OK.
 //     With a status code != 0 the node leaves early (Postoffice::Leave, body = why): the tier fails at once,
 //     every member (the leaving one too) gets a kError naming it and why, and Run returns kUnavailable.
+//   * lost workers (CommOptions): with continue_without_lost_workers a dead or leaving worker is dropped
+//     (kNodeLeft to every member, barriers and goodbyes stop waiting for it); with wait_for_lost_workers it is
+//     waited for (kNodeLeft with field "wait"; servers keep expecting its pushes) and the tier fails when it has
+//     not rejoined within rejoin_timeout_ms; otherwise the tier fails.
+//   * rejoin (CommOptions::admit_rejoins): a worker that registers for its rank after the tier is complete (a
+//     process started again, with a new endpoint or on the same fixed port) replaces the old process, lost or not:
+//     every other member gets a kNodeJoined request (fields node, endpoint), connects to the new endpoint and
+//     acknowledges; then the worker gets the node table with timestamp kRejoinTable. Its barrier entries catch up
+//     (the barriers the tier passed are released for it at once). Without admit_rejoins, or for a server or a
+//     rank -1 node, a late registration is refused, saying why.
 // Malformed messages and messages from unknown senders are logged and dropped.
 // With an authenticating Van (ZmqVan with CURVE, Van::authenticates) a node is the key it holds: a kRegister whose
 // node name's member (MemberOf) is not the sender's authenticated member (Message::peer) is refused without an

@@ -35,9 +35,13 @@ struct Topology {
   int state_server_port = 0;    // ESync's state server (sync.mode esync), on central_host; 0 = picked at start
   std::vector<DataCentre> datacentres;  // >= 1
   CommOptions options;
-  // What a data centre does when one of its workers dies or fails: "stop" the whole job, or "continue" without
-  // it (CommOptions::continue_without_lost_workers of the data centres' tiers; sync modes that can: fsa).
+  // What a data centre does when one of its workers dies or fails: "stop" the whole job, "continue" without it
+  // (CommOptions::continue_without_lost_workers of the data centres' tiers; sync modes that can: fsa), or "wait"
+  // for it to rejoin (CommOptions::wait_for_lost_workers). With continue or wait a worker started again rejoins.
   std::string failure_policy = "stop";
+  // `geomx train` on one host: a worker that dies is started again (it rejoins) up to this many times in all
+  // (failure_policy continue or wait).
+  int worker_restarts = 0;
   // Global servers snapshot their state every this many rounds into the run folder, so `geomx train --resume`
   // can continue the job (algorithms/cluster/snapshots.h); 0 = never.
   int64_t snapshot_every = 0;

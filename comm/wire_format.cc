@@ -17,6 +17,7 @@ const char* CommandName(Command c) {
     case Command::kControl: return "control";
     case Command::kError: return "error";
     case Command::kNodeLeft: return "node_left";
+    case Command::kNodeJoined: return "node_joined";
   }
   return "unknown";
 }
@@ -35,6 +36,7 @@ bool IsKnownCommand(uint8_t value) {
     case Command::kControl:
     case Command::kError:
     case Command::kNodeLeft:
+    case Command::kNodeJoined:
       return true;
   }
   return false;

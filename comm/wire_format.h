@@ -23,7 +23,11 @@ enum class Command : uint8_t {
   kControl = 10,     // application-level command, body = typed msgpack payload (e.g. optimizer settings)
   kError = 11,       // response refusing a request; body = reason
   kNodeLeft = 12,    // scheduler -> all: a worker left and the tier goes on without it; body = id and reason
+  kNodeJoined = 13,  // scheduler -> all (request, acked): a lost worker rejoined at a new endpoint; body = id, endpoint
 };
+
+// kNodeTable's timestamp when it answers a worker that rejoins a running tier (comm/scheduler.h); 0 otherwise.
+inline constexpr int64_t kRejoinTable = 1;
 
 // "push", "barrier_done", ...; "unknown" for a value outside the enum.
 const char* CommandName(Command c);

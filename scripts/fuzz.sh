@@ -4,6 +4,8 @@
 # tests/fuzz/regressions/<target>/; nothing is written under tests/). Prints executions per target; exits 1 when a
 # target found a crash, hang, leak or an oversized allocation (the input is kept in the scratch folder).
 #   FUZZ_SECONDS=60        seconds per target
+#   FUZZ_RUNS=<n>          stop each target after n executions instead (FUZZ_SECONDS is then only a cap: default
+#                          one day)
 #   FUZZ_TARGETS="..."     which targets (default: recipe message frame idx csv libsvm cifar)
 #   FUZZ_BUILD=build-fuzz  the clang build folder (configured here when it is not yet)
 #   FUZZ_OUT=<dir>         scratch folder (default: a new mktemp -d folder, kept)
@@ -12,7 +14,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${FUZZ_SECONDS:-60}
+runs=${FUZZ_RUNS:-}
+if [[ -n "$runs" && ! "$runs" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz: FUZZ_RUNS must be a positive whole number, not '$runs'" >&2
+  exit 2
+fi
+seconds=${FUZZ_SECONDS:-$([[ -n "$runs" ]] && echo 86400 || echo 60)}
+limit=(-max_total_time="$seconds")
+[[ -n "$runs" ]] && limit+=(-runs="$runs")
 targets=${FUZZ_TARGETS:-recipe message frame idx csv libsvm cifar}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc)}
@@ -52,9 +61,9 @@ for t in $targets; do
   mkdir -p "$work/corpus" "$work/artifacts"
   cp tests/fuzz/corpus/"$t"/* "$work/corpus/"
   if compgen -G "tests/fuzz/regressions/$t/*" >/dev/null; then cp tests/fuzz/regressions/"$t"/* "$work/corpus/"; fi
-  echo "fuzz: $t for ${seconds}s (log: $work/log)"
+  echo "fuzz: $t for ${runs:+$runs executions or }${seconds}s (log: $work/log)"
   rc=0
-  "$build/fuzz/${t}_fuzz" "$work/corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  "$build/fuzz/${t}_fuzz" "$work/corpus" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -max_len="$(max_len "$t")" -artifact_prefix="$work/artifacts/" -print_final_stats=1 \
     >"$work/log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
@@ -71,7 +80,7 @@ for t in $targets; do
 done
 
 echo
-echo "fuzz: ${seconds}s per target, scratch folder $out"
+echo "fuzz: ${runs:+$runs executions or }${seconds}s per target, scratch folder $out"
 printf '  %s\n' "${summary[@]}"
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz: crashes in: ${failed[*]} (inputs under $out/<target>/artifacts/; minimise with -minimize_crash=1," \

@@ -35,7 +35,11 @@ comm::TierSpec DataCentreTier(const comm::Topology& t, const comm::DataCentre& d
   s.num_servers = dc.servers;
   s.num_workers = dc.workers;
   s.options = t.options;
+  // topology.failure_policy: continue drops a lost worker, wait pauses the data centre until it rejoins; with
+  // either a worker process started again rejoins the running tier (comm/scheduler.h "rejoin").
   s.options.continue_without_lost_workers = t.failure_policy == "continue";
+  s.options.wait_for_lost_workers = t.failure_policy == "wait";
+  s.options.admit_rejoins = t.failure_policy == "continue" || t.failure_policy == "wait";
   s.scheduler_party = dc.name;
   s.scheduler_name = dc.name + "/scheduler";
   return s;

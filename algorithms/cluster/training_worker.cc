@@ -24,10 +24,18 @@ Status RunTrainingWorker(const TrainingWorkerArgs& a) {
   wargs.state_server = session->StateServer();
   wargs.observer = a.env->observer;
   GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<sync::WorkerSync> update, mode->MakeWorker(wargs));
-  GEOMX_RETURN_IF_ERROR(update->PullInitial(a.model->Parameters()));
-  // A resumed job starts at the master's start round: the data position and the schedule continue from there.
+  // A resumed job starts at the master's start round, a restarted worker at the round its servers agreed on:
+  // the data position and the schedule continue from there.
+  int64_t start = 0;
+  if (session->rejoined()) {
+    GEOMX_ASSIGN_OR_RETURN(start, session->JoinRunningTier());
+    GEOMX_RETURN_IF_ERROR(update->PullRejoin(a.model->Parameters(), start).WithContext(session->name()));
+    GEOMX_LOG(kWarning) << session->name() << ": rejoined the running job at round " << start;
+  } else {
+    GEOMX_RETURN_IF_ERROR(update->PullInitial(a.model->Parameters()));
+  }
   GEOMX_ASSIGN_OR_RETURN(const ps::JobDescription served_job, session->FetchJob());
-  const int64_t start = served_job.plan.start_round;
+  if (!session->rejoined()) start = served_job.plan.start_round;
   const int64_t per_epoch = a.job.plan.iterations_per_epoch;
   if (served_job.plan.iterations_per_epoch != per_epoch ||
       served_job.schema.keys().size() != a.job.schema.keys().size()) {
@@ -49,7 +57,7 @@ Status RunTrainingWorker(const TrainingWorkerArgs& a) {
   state.iteration = start;
   state.epoch = static_cast<int>(start / per_epoch);
   state.epoch_iteration = start % per_epoch;
-  if (start > 0) GEOMX_LOG(kInfo) << session->name() << ": resuming at round " << start;
+  if (start > 0 && !session->rejoined()) GEOMX_LOG(kInfo) << session->name() << ": resuming at round " << start;
   Result<train::StopReason> reason = trainer.Run(&state);
   if (a.on_trained) a.on_trained(reason, state);
   if (!reason.ok()) {

@@ -2,7 +2,12 @@
 
 #include "algorithms/cluster/roles.h"
 #include "algorithms/cluster/tiers.h"
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
 #include "comm/codec.h"
+#include "comm/handlers/sync_aggregator.h"
 
 namespace geomx::cluster {
 
@@ -66,6 +71,35 @@ Result<ps::JobDescription> WorkerSession::FetchJob() {
   Result<ps::JobDescription> job = ps::DecodeJob(body);
   if (!job.ok()) return job.status().WithContext(ServerName(config_.topology.datacentres[dc_index_].name, 0));
   return job;
+}
+
+Result<int64_t> WorkerSession::JoinRunningTier() {
+  const int servers = static_cast<int>(po_->ServerIds().size());
+  int64_t round = 0;
+  for (int r = 0; r < servers; ++r) {
+    const std::string server = ServerName(config_.topology.datacentres[dc_index_].name, r);
+    Result<std::string> answer =
+        kv_->QueryControl(r, comm::EncodeFields({{"command", comm::SyncAggregator::kJoinCommand}}));
+    if (!answer.ok()) return answer.status().WithContext(name_ + ": rejoining through " + server);
+    std::map<std::string, std::string> f;
+    char* end = nullptr;
+    const long long proposed = comm::DecodeFields(*answer, &f).ok() && f.count("round")
+                                   ? std::strtoll(f["round"].c_str(), &end, 10) : -1;
+    if (proposed < 0 || end == nullptr || *end != '\0') {
+      return Status::DataLoss(name_ + ": " + server + " answered the join with no round");
+    }
+    round = std::max<int64_t>(round, proposed);
+  }
+  const std::string at = comm::EncodeFields(
+      {{"command", comm::SyncAggregator::kJoinAtCommand}, {"round", std::to_string(round)}});
+  for (int r = 0; r < servers; ++r) {
+    Result<std::string> answer = kv_->QueryControl(r, at);
+    if (!answer.ok()) {
+      return answer.status().WithContext(name_ + ": rejoining at round " + std::to_string(round) + " through " +
+                                         ServerName(config_.topology.datacentres[dc_index_].name, r));
+    }
+  }
+  return round;
 }
 
 Status WorkerSession::Finish() { return po_->Finalize(); }

@@ -42,6 +42,13 @@ class WorkerSession {
   // The job as the data centre's local server 0 has it (kControl "get-job"): the master worker's description,
   // e.g. the start round of a resumed job. Errors: the server's, or kDataLoss for a malformed answer.
   Result<ps::JobDescription> FetchJob();
+  // Whether this worker process rejoined a running tier (a restart; comm::Postoffice::rejoined).
+  bool rejoined() const { return po_->rejoined(); }
+  // For a rejoined worker: agrees with every server of the tier on the round it pushes first (each proposes one,
+  // the largest is committed everywhere: comm::SyncAggregator::ProposeJoin/CommitJoin) and returns it. Errors:
+  // the servers' (kUnimplemented-like refusals of a sync mode that cannot take a worker back), kDataLoss for a
+  // malformed answer.
+  Result<int64_t> JoinRunningTier();
   // Tells the tier this worker is done and waits for the others (comm::Postoffice::Finalize).
   Status Finish();
   // Leaves the tier early because of `why` (comm::Postoffice::Leave): the tier's other nodes hear it at once.

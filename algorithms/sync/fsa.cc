@@ -135,6 +135,15 @@ class FsaWorker final : public WorkerSync {
         local_optimizer_(args.optimizer) {}
 
   Status PullInitial(const std::vector<nn::Parameter*>& params) override { return exchange_.PullInitial(params); }
+  // The servers store the weights after each round only with a server-side optimizer; otherwise they store the
+  // mean gradient and the model lives on the workers.
+  Status PullRejoin(const std::vector<nn::Parameter*>& params, int64_t round) override {
+    if (!server_update_) {
+      return Status::FailedPrecondition("a restarted worker cannot rejoin with optimizer.where: worker (the "
+                                        "model lives on the workers, not on the servers)");
+    }
+    return exchange_.PullAfter(params, round - 1);
+  }
 
   Status Apply(const std::vector<nn::Parameter*>& params, int64_t round) override {
     if (server_update_) {

@@ -65,8 +65,12 @@ Status ParamExchange::Prepare(const std::vector<nn::Parameter*>& params) {
 }
 
 Status ParamExchange::PullInitial(const std::vector<nn::Parameter*>& params) {
+  return PullAfter(params, comm::kInitRound);
+}
+
+Status ParamExchange::PullAfter(const std::vector<nn::Parameter*>& params, int64_t round) {
   GEOMX_RETURN_IF_ERROR(Prepare(params));
-  GEOMX_RETURN_IF_ERROR(link_->Pull(keys_, outs_, comm::kInitRound));
+  GEOMX_RETURN_IF_ERROR(link_->Pull(keys_, outs_, round));
   for (KeyState& k : state_) CopyIntoTensor(k.incoming, k.param->data());
   return Status::Ok();
 }

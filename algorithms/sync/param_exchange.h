@@ -45,6 +45,8 @@ class ParamExchange {
 
   // Round kInitRound: the job's initial weights into the parameters.
   Status PullInitial(const std::vector<nn::Parameter*>& params);
+  // The servers' values once `round` completed (kInitRound: the initial weights) into the parameters.
+  Status PullAfter(const std::vector<nn::Parameter*>& params, int64_t round);
   // Sends values[i] (host f32, parameter i's size) for every parameter at `round` and writes the answers.
   Status Exchange(const std::vector<nn::Parameter*>& params, const std::vector<Tensor>& values, int64_t round,
                   Answer answer);

@@ -134,6 +134,13 @@ class WorkerSync : public train::ParameterUpdate {
  public:
   // Before the first iteration: the initial weights of the job (the master worker's, from the seed).
   virtual Status PullInitial(const std::vector<nn::Parameter*>& params) = 0;
+  // A worker process that rejoined the running tier (a restart) and pushes first in `round`: the weights after
+  // `round - 1` (the first round's initial weights for 0). kUnimplemented for modes that cannot take a worker back.
+  virtual Status PullRejoin(const std::vector<nn::Parameter*>& params, int64_t round) {
+    (void)params;
+    return Status::Unimplemented("this sync mode cannot take a restarted worker back (at round " +
+                                 std::to_string(round) + ")");
+  }
   // Adjusts the worker's training before it starts (ESync: rounds end the run, not epochs). Default: nothing.
   virtual void Configure(train::TrainingConfig* training) { (void)training; }
 };

@@ -1,6 +1,8 @@
 #include "comm/handlers/sync_aggregator.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -75,6 +77,7 @@ SyncAggregator::~SyncAggregator() = default;
 
 void SyncAggregator::Handle(const KvRequest& req, KvServer& server) {
   const Meta& meta = req.meta;
+  if (HandleJoin(req, server)) return;
   if (AnswerUndispatchable(req, server, options_.on_control, codec_, options_.reducer)) return;
   if (meta.command == Command::kPull) return HandlePull(req, server);
   if (meta.round == kInitRound) return HandleInitPush(req, server);
@@ -107,8 +110,9 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
       error = CheckKey(req, i, my_rank);
       if (!error.ok()) break;
       KeyState& ks = keys_[wk];
-      if (removed_.count(meta.sender)) {
-        error = Status::FailedPrecondition(KeyText(wk) + at + ": " + who + " was dropped from the tier (lost)");
+      if (Absent(meta.sender, meta.round)) {
+        error = Status::FailedPrecondition(KeyText(wk) + at + ": " + who + " is not expected in this round (it " +
+                                           "was dropped from the tier, or rejoined for a later round)");
         break;
       }
       if (meta.round <= ks.completed) {
@@ -136,9 +140,9 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
                                           ")");
           break;
         }
-        if (rs->completing || Ready(*rs)) {
+        if (rs->completing || Ready(*rs, meta.round)) {
           error = Status::InvalidArgument(KeyText(wk) + at + ": push from " + who + " beyond the " +
-                                          std::to_string(ExpectedAlive()) + " expected senders");
+                                          std::to_string(ExpectedIn(meta.round)) + " expected senders");
           break;
         }
       } else if (static_cast<int>(ks.rounds.size()) >= options_.max_open_rounds) {
@@ -167,7 +171,7 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
         rs.reducer->Combine(contributor, req.data[i]);
         rs.contributors += *merged;
         rs.waiters.push_back({pending, i});
-        if (!rs.completing && Ready(rs)) {
+        if (!rs.completing && Ready(rs, meta.round)) {
           rs.completing = true;
           complete.push_back(wk);
         }
@@ -179,29 +183,125 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
   for (uint64_t wk : complete) CompleteRound(wk, meta.round);
 }
 
-bool SyncAggregator::Ready(const RoundState& rs) const {
-  if (!rs.reducer || ExpectedAlive() < 1) return false;
+bool SyncAggregator::Absent(int sender, int64_t round) const {
+  auto it = absent_.find(sender);
+  if (it == absent_.end()) return false;
+  for (const auto& [from, to] : it->second) {
+    if (round >= from && round < to) return true;
+  }
+  return false;
+}
+
+int SyncAggregator::ExpectedIn(int64_t round) const {
+  int absent = 0;
+  for (const auto& [sender, spans] : absent_) absent += Absent(sender, round) ? 1 : 0;
+  return options_.expected_senders - absent;
+}
+
+bool SyncAggregator::Ready(const RoundState& rs, int64_t round) const {
+  const int expected = ExpectedIn(round);
+  if (!rs.reducer || expected < 1) return false;
   int alive = 0;
-  for (const auto& [sender, ts] : rs.pushers) alive += removed_.count(sender) ? 0 : 1;
-  return alive >= ExpectedAlive();
+  for (const auto& [sender, ts] : rs.pushers) alive += Absent(sender, round) ? 0 : 1;
+  return alive >= expected;
+}
+
+std::vector<std::pair<uint64_t, int64_t>> SyncAggregator::TakeReadyRounds() {
+  std::vector<std::pair<uint64_t, int64_t>> complete;
+  for (auto& [wk, ks] : keys_) {
+    for (auto& [round, rs] : ks.rounds) {
+      if (rs.completing || !Ready(rs, round)) continue;
+      rs.completing = true;
+      complete.emplace_back(wk, round);
+    }
+  }
+  return complete;
 }
 
 void SyncAggregator::RemoveSender(int node_id) {
   std::vector<std::pair<uint64_t, int64_t>> complete;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!removed_.insert(node_id).second) return;
-    for (auto& [wk, ks] : keys_) {
-      for (auto& [round, rs] : ks.rounds) {
-        if (rs.completing || !Ready(rs)) continue;
-        rs.completing = true;
-        complete.emplace_back(wk, round);
-      }
+    std::vector<std::pair<int64_t, int64_t>>& spans = absent_[node_id];
+    for (const auto& span : spans) {
+      if (span == std::make_pair(INT64_MIN, INT64_MAX)) return;  // removed already
     }
+    spans.assign(1, {INT64_MIN, INT64_MAX});
+    proposed_.erase(node_id);
+    complete = TakeReadyRounds();
   }
   GEOMX_LOG(kInfo) << "sync aggregator: goes on without node " << node_id << "; " << complete.size()
                    << " open rounds complete now";
   for (const auto& [wk, round] : complete) CompleteRound(wk, round);
+}
+
+Result<int64_t> SyncAggregator::ProposeJoin(int node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t last = kInitRound;  // the latest round that is completed, completing, or has a push of the node
+  for (const auto& [wk, ks] : keys_) {
+    last = std::max(last, ks.completed);
+    for (const auto& [round, rs] : ks.rounds) {
+      if (rs.completing || rs.pushers.count(node_id)) last = std::max(last, round);
+    }
+  }
+  const int64_t from = last + 1;
+  // Expected from `from` on: no round at or after it can complete without the node's push (or its commit).
+  auto it = absent_.find(node_id);
+  if (it != absent_.end()) {
+    std::vector<std::pair<int64_t, int64_t>> kept;
+    for (const auto& [a, b] : it->second) {
+      if (a < from) kept.emplace_back(a, std::min(b, from));
+    }
+    it->second = std::move(kept);
+  }
+  proposed_[node_id] = from;
+  return from;
+}
+
+Status SyncAggregator::CommitJoin(int node_id, int64_t round) {
+  std::vector<std::pair<uint64_t, int64_t>> complete;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto p = proposed_.find(node_id);
+    if (p == proposed_.end()) {
+      return Status::FailedPrecondition("node " + std::to_string(node_id) + " commits a join it did not propose "
+                                        "(or was lost since)");
+    }
+    if (round < p->second) {
+      return Status::InvalidArgument("node " + std::to_string(node_id) + " joins at round " + std::to_string(round) +
+                                     ", before round " + std::to_string(p->second) + " this server offered");
+    }
+    if (round > p->second) absent_[node_id].emplace_back(p->second, round);
+    proposed_.erase(p);
+    complete = TakeReadyRounds();
+  }
+  GEOMX_LOG(kInfo) << "sync aggregator: node " << node_id << " rejoins at round " << round << "; "
+                   << complete.size() << " open rounds complete now";
+  for (const auto& [wk, r] : complete) CompleteRound(wk, r);
+  return Status::Ok();
+}
+
+bool SyncAggregator::HandleJoin(const KvRequest& req, KvServer& server) {
+  if (req.meta.command != Command::kControl) return false;
+  std::map<std::string, std::string> f;
+  if (!DecodeFields(req.meta.body, &f).ok()) return false;
+  const std::string& command = f["command"];
+  if (command == kJoinCommand) {
+    Result<int64_t> from = ProposeJoin(req.meta.sender);
+    if (!from.ok()) server.RespondControl(req, from.status());
+    else server.RespondControl(req, Status::Ok(), EncodeFields({{"round", std::to_string(*from)}}));
+    return true;
+  }
+  if (command != kJoinAtCommand) return false;
+  char* end = nullptr;
+  const std::string& text = f["round"];
+  const long long round = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || round < 0) {
+    server.RespondControl(req, Status::InvalidArgument("join-at: round '" + text + "' is not a round number"));
+    return true;
+  }
+  server.RespondControl(req, CommitJoin(req.meta.sender, round));
+  return true;
 }
 
 void SyncAggregator::CompleteRound(uint64_t wire_key, int64_t round) {

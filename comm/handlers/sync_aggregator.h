@@ -90,6 +90,21 @@ class SyncAggregator : public ServerHandler {
   // nothing completes any more (the tier fails instead; Scheduler).
   void RemoveSender(int node_id);
 
+  // A worker that rejoins the running tier (a restarted process, comm/scheduler.h "rejoin"), in two steps because
+  // each server of the tier sees its own rounds and the worker must start at one round on all of them:
+  //   ProposeJoin: the first round the node can still push in here (one after the latest round that is completed,
+  //     completing, or has a push of the node); from then on every round from there waits for the node.
+  //   CommitJoin(round): the node pushes from `round` on (the largest proposal of all the tier's servers): the
+  //     rounds from the proposal up to `round` no longer wait for it and complete without it.
+  // A node that is proposed but lost before it commits is removed again (RemoveSender). Commit errors:
+  // kFailedPrecondition without a proposal, kInvalidArgument for a round before it. The worker reaches both
+  // through kControl requests {"command": kJoinCommand} (answer: {"round": R}) and {"command": kJoinAtCommand,
+  // "round": R}.
+  Result<int64_t> ProposeJoin(int node_id);
+  Status CommitJoin(int node_id, int64_t round);
+  static constexpr const char* kJoinCommand = "join";
+  static constexpr const char* kJoinAtCommand = "join-at";
+
  private:
   using Pending = PendingRequest;
   using Waiter = KeyWaiter;
@@ -108,9 +123,16 @@ class SyncAggregator : public ServerHandler {
   void CompleteRound(uint64_t wire_key, int64_t round);
   void OnRoundDone(uint64_t wire_key, int64_t round, const Status& status, Bytes value);
   void OnFetchDone(uint64_t wire_key, const Status& status, Bytes value);
-  // Whether the round has every expected sender's push that is not removed (mu_ held).
-  bool Ready(const RoundState& rs) const;
-  int ExpectedAlive() const { return options_.expected_senders - static_cast<int>(removed_.size()); }
+  // Whether `round` has the push of every sender expected in it (mu_ held).
+  bool Ready(const RoundState& rs, int64_t round) const;
+  // Whether `sender` is not expected in `round` (removed, or rejoined for a later round), and how many senders
+  // are (mu_ held).
+  bool Absent(int sender, int64_t round) const;
+  int ExpectedIn(int64_t round) const;
+  // Marks every open round that is ready now as completing and returns them, for CompleteRound (mu_ held).
+  std::vector<std::pair<uint64_t, int64_t>> TakeReadyRounds();
+  // kControl join / join-at: answers it and returns true; false for any other request.
+  bool HandleJoin(const KvRequest& req, KvServer& server);
 
   const KeyLayout layout_;
   const SyncAggregatorOptions options_;
@@ -120,7 +142,10 @@ class SyncAggregator : public ServerHandler {
 
   mutable std::mutex mu_;
   std::map<uint64_t, KeyState> keys_;  // GUARDED_BY(mu_)
-  std::set<int> removed_;              // GUARDED_BY(mu_): senders gone (RemoveSender)
+  // GUARDED_BY(mu_): per sender, the rounds [from, to) it is not expected in (RemoveSender: all; a rejoin cuts
+  // that at its proposal and adds the rounds before its commit).
+  std::map<int, std::vector<std::pair<int64_t, int64_t>>> absent_;
+  std::map<int, int64_t> proposed_;    // GUARDED_BY(mu_): ProposeJoin's round, until CommitJoin
 };
 
 }  // namespace geomx::comm

@@ -28,6 +28,10 @@ std::string ClosestName(std::string_view word, const std::vector<std::string>& c
   std::string best;
   size_t best_distance = limit + 1;
   for (const std::string& c : candidates) {
+    // The distance is at least the difference in length: skip the quadratic table for words that cannot match
+    // (a long garbage key against every recipe key would cost its length times theirs, each time).
+    const size_t gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (gap >= best_distance) continue;
     size_t d = EditDistance(word, c);
     if (d < best_distance) {
       best_distance = d;

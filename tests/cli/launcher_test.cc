@@ -33,12 +33,14 @@ ChildSpec Sh(const std::string& name, const std::string& script) { return {name,
 struct Collecting {
   std::vector<std::string> lines;
   Launcher launcher;
-  explicit Collecting(int grace_ms = 300, std::function<void(std::string_view)> also = nullptr)
-      : launcher(
-            LauncherOptions{.grace_period_ms = grace_ms, .tail_lines = 3, .sink = [this, also](std::string_view l) {
-                              lines.emplace_back(l);
-                              if (also) also(l);
-                            }}) {}
+  explicit Collecting(int grace_ms = 300, std::function<void(std::string_view)> also = nullptr, int restarts = 0)
+      : launcher(LauncherOptions{.grace_period_ms = grace_ms,
+                                 .tail_lines = 3,
+                                 .sink = [this, also](std::string_view l) {
+                                   lines.emplace_back(l);
+                                   if (also) also(l);
+                                 },
+                                 .max_restarts = restarts}) {}
   bool Has(const std::string& line) const { return std::find(lines.begin(), lines.end(), line) != lines.end(); }
 };
 
@@ -182,6 +184,28 @@ TEST(LauncherTest, AMayFailChildThatOutlivesTheJobIsKilled) {
   const pid_t pid = ReadPid(pid_file);
   ASSERT_GT(pid, 0);
   EXPECT_TRUE(IsGone(pid));
+}
+
+// topology.worker_restarts: a failed restartable child is started again with the same argv, up to max_restarts
+// times over all children; then it is lost like any may_fail child. A child that exits 2 (bad input) is not
+// restarted: it would fail again.
+TEST(LauncherTest, RestartableChildrenAreStartedAgainUpToTheLimit) {
+  testing::ScratchDir dir;
+  const std::string runs = (dir / "runs").string();
+  Collecting c(300, nullptr, /*restarts=*/3);
+  ChildSpec flaky = Sh("flaky", "echo run >> '" + runs + "'; exit 3");
+  flaky.may_fail = true;
+  flaky.restartable = true;
+  ChildSpec refused = Sh("refused", "exit 2");
+  refused.may_fail = true;
+  refused.restartable = true;
+  ASSERT_TRUE(c.launcher.Start({Sh("server", "sleep 0.5"), std::move(flaky), std::move(refused)}).ok());
+  EXPECT_TRUE(c.launcher.Wait(nullptr).ok());
+  EXPECT_EQ(testing::ReadFile(runs), "run\nrun\nrun\nrun\n");  // the first start and 3 restarts
+  EXPECT_EQ(c.launcher.restarts(), 3);
+  EXPECT_TRUE(c.Has("[launcher] flaky exited with status 3; restarting it (3 of 3, topology.worker_restarts)"));
+  EXPECT_EQ(c.launcher.lost(),
+            (std::vector<std::string>{"refused exited with status 2", "flaky exited with status 3"}));
 }
 
 TEST(LauncherTest, NoGrandchildIsLeftBehind) {

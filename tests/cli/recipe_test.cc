@@ -124,6 +124,7 @@ topology:
     request: 5min
     heartbeat_interval: 5s
     heartbeat_timeout: 1min
+    rejoin: 2min
 security:
   encryption: "on"
   keys: /etc/geomx/keys
@@ -247,6 +248,7 @@ TEST(RecipeTest, ParsesEveryKey) {
   EXPECT_EQ(t.options.request_timeout_ms, 300000);
   EXPECT_EQ(t.options.heartbeat_interval_ms, 5000);
   EXPECT_EQ(t.options.heartbeat_timeout_ms, 60000);
+  EXPECT_EQ(t.options.rejoin_timeout_ms, 120000);
 }
 
 // Keys whose non-default value another key of kFullRecipe forbids (sync.mode hfa): mixed-only and fsa-only keys.
@@ -257,7 +259,7 @@ bool NotInFullRecipe(std::string_view path) {
   // (RecipeTest.FailurePolicyContinueNeedsFsa, RecipeTest.SnapshotsNeedFsaWithTheOptimizerAtTheServers).
   return path == "sync.max_staleness" || path.substr(0, 12) == "sync.dcasgd." || path == "accelerators.p3.enabled" ||
          path == "algorithm.name" || path == "topology.failure_policy" || path == "topology.snapshot_every" ||
-         path == "topology.max_restarts";
+         path == "topology.max_restarts" || path == "topology.worker_restarts";
 }
 
 TEST(RecipeTest, SnapshotsNeedFsaWithTheOptimizerAtTheServers) {
@@ -287,9 +289,33 @@ TEST(RecipeTest, FailurePolicyContinueNeedsFsa) {
   ASSERT_FALSE(hfa.ok());
   EXPECT_NE(hfa.status().message().find("topology.failure_policy"), std::string::npos) << hfa.status().ToString();
   EXPECT_NE(hfa.status().message().find("fsa"), std::string::npos) << hfa.status().ToString();
-  Result<Recipe> bad = ParseRecipe(std::string(kTopologyBase) + "  failure_policy: wait\n", "r.yaml");
+  Result<Recipe> bad = ParseRecipe(std::string(kTopologyBase) + "  failure_policy: pause\n", "r.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("failure policy"), std::string::npos) << bad.status().ToString();
+}
+
+// failure_policy: wait takes a restarted worker back from the servers' weights (fsa, optimizer at the global
+// servers); worker_restarts need continue or wait; under wait the other workers' requests must outlast the wait.
+TEST(RecipeTest, WaitAndWorkerRestartsRules) {
+  Recipe wait = MustParse(std::string(kTopologyBase) + "  failure_policy: wait\n  worker_restarts: 2\n");
+  EXPECT_EQ(wait.topology.failure_policy, "wait");
+  EXPECT_EQ(wait.topology.worker_restarts, 2);
+  EXPECT_EQ(wait.topology.options.rejoin_timeout_ms, 60000);
+  auto refused = [](const std::string& yaml, const std::string& key, const std::string& words) {
+    Result<Recipe> r = ParseRecipe(std::string(kTopologyBase) + yaml, "r.yaml");
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(key), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(words), std::string::npos) << r.status().ToString();
+  };
+  refused("  failure_policy: wait\noptimizer: {where: worker}\n", "topology.failure_policy", "optimizer.where: worker");
+  refused("  failure_policy: wait\nsync: {mode: hfa}\n", "topology.failure_policy", "sync.mode: hfa");
+  refused("  worker_restarts: 1\n", "topology.worker_restarts", "continue or wait");
+  refused("  failure_policy: wait\n  timeouts: {heartbeat_timeout: 30s, rejoin: 90s, request: 2min}\n",
+          "topology.timeouts.rejoin", "must be below topology.timeouts.request (120s)");
+  // Not under continue: the others do not wait for the lost worker.
+  MustParse(std::string(kTopologyBase) +
+            "  failure_policy: continue\n  timeouts: {heartbeat_timeout: 30s, rejoin: 90s, request: 2min}\n");
 }
 
 TEST(RecipeTest, ModeSpecificKeysParse) {
@@ -685,7 +711,7 @@ TEST(RecipeSchemaTest, TableIsWellFormed) {
                                                                  "topology", "security"}));
   EXPECT_EQ(RecipeSectionChildren("topology"),
             (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts", "failure_policy",
-                                      "snapshot_every", "max_restarts"}));
+                                      "worker_restarts", "snapshot_every", "max_restarts"}));
   EXPECT_EQ(RecipeSectionChildren("topology.datacentres[]"),
             (std::vector<std::string>{"name", "host", "workers", "servers", "scheduler_port", "slowdown"}));
 }

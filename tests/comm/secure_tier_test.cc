@@ -192,5 +192,57 @@ TEST_F(SecureTierTest, NodesCannotPassForOthers) {
   EXPECT_EQ(stranger->Recv(&nothing, 50).code(), StatusCode::kDeadlineExceeded);
 }
 
+// A rejoin (topology.failure_policy continue or wait) is a registration like the first: once the tier runs, worker0's
+// key cannot take worker1's place (dropped and counted, no answer), while worker1's own key, started again after its
+// process died, rejoins.
+TEST_F(SecureTierTest, OnlyTheWorkersOwnKeyTakesItsPlaceInARunningTier) {
+  spec_.options.continue_without_lost_workers = true;
+  spec_.options.admit_rejoins = true;
+  spec_.options.heartbeat_interval_ms = 20;
+  spec_.options.heartbeat_timeout_ms = 60000;
+  std::unique_ptr<ZmqVan> scheduler_van = NewVan("sec/scheduler");
+  auto scheduler = std::make_unique<Scheduler>(spec_, scheduler_van.get());
+  Result<std::string> scheduler_endpoint = scheduler->Start("tcp://127.0.0.1:0");
+  ASSERT_TRUE(scheduler_endpoint.ok()) << scheduler_endpoint.status().ToString();
+  spec_.scheduler_endpoint = *scheduler_endpoint;
+  struct Node {
+    std::unique_ptr<ZmqVan> van;
+    std::unique_ptr<Postoffice> po;
+  };
+  auto make = [&](NodeRole role, int rank, const std::string& name) {
+    Node n;
+    n.van = NewVan(name);
+    n.po = std::make_unique<Postoffice>(spec_, NodeInfo{-1, role, rank, name, "sec", ""}, n.van.get());
+    return n;
+  };
+  std::vector<Node> nodes;
+  nodes.push_back(make(NodeRole::kServer, 0, "sec/server0"));
+  nodes.push_back(make(NodeRole::kWorker, 0, "sec/worker0"));
+  nodes.push_back(make(NodeRole::kWorker, 1, "sec/worker1"));
+  std::vector<std::function<Status()>> start;
+  for (Node& n : nodes) start.push_back([&n] { return n.po->Start("tcp://127.0.0.1:0"); });
+  for (const Status& s : testing::RunConcurrently(start)) ASSERT_TRUE(s.ok()) << s.ToString();
+
+  std::string rogue_endpoint;
+  std::unique_ptr<ZmqVan> rogue = Attacker("sec/worker0", "", &rogue_endpoint);
+  ASSERT_TRUE(rogue->Send(kSchedulerId, RegisterAs("sec/worker1", 1, rogue_endpoint)).ok());
+  WaitUntil([&] { return scheduler->rejected_messages() >= 1; });
+  EXPECT_EQ(scheduler->rejected_messages(), 1u);
+  Message answer;
+  EXPECT_EQ(rogue->Recv(&answer, 200).code(), StatusCode::kDeadlineExceeded);
+
+  nodes[2].van->Stop();  // worker1's process dies; started again with its own key it rejoins
+  Node again = make(NodeRole::kWorker, 1, "sec/worker1");
+  const Status rejoined = again.po->Start("tcp://127.0.0.1:0");
+  ASSERT_TRUE(rejoined.ok()) << rejoined.ToString();
+  EXPECT_TRUE(again.po->rejoined());
+  std::vector<std::function<Status()>> finalize = {[&] { return nodes[0].po->Finalize(); },
+                                                   [&] { return nodes[1].po->Finalize(); },
+                                                   [&] { return again.po->Finalize(); }};
+  for (const Status& s : testing::RunConcurrently(finalize)) EXPECT_TRUE(s.ok()) << s.ToString();
+  Status done = scheduler->Wait();
+  EXPECT_TRUE(done.ok()) << done.ToString();
+}
+
 }  // namespace
 }  // namespace geomx::comm
