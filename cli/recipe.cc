@@ -1,5 +1,6 @@
 #include "cli/recipe.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -629,16 +630,47 @@ class RecipeReader {
 
 }  // namespace
 
+// Where the first `limit` documents of `text` start. Counted with yaml-cpp's event parser instead of LoadAll:
+// the LoadAll of yaml-cpp 0.7 (Debian 12) never returns on a stray top-level ',' (its parser reports an empty
+// document there again and again without moving on, allocating each time: jbeder/yaml-cpp#1040), which turned a
+// one-byte recipe into a process that ate all memory. Throws YAML::Exception on a syntax error.
+std::vector<YAML::Mark> DocumentStarts(const std::string& text, size_t limit) {
+  struct Starts final : YAML::EventHandler {
+    std::vector<YAML::Mark> marks;
+    void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  } starts;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  while (starts.marks.size() < limit && parser.HandleNextDocument(starts)) {
+  }
+  return starts.marks;
+}
+
 Result<Recipe> ParseRecipe(const std::string& yaml_text, const std::string& source,
                            const std::vector<std::string>& overrides) {
   RecipeReader reader(source);
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
-    if (docs.size() > 1) {
-      reader.Error(reader.FileOrigin(docs[1].Mark()), "",
+    const std::vector<YAML::Mark> starts = DocumentStarts(yaml_text, 2);
+    if (starts.size() == 2 && starts[1].pos == starts[0].pos) {  // the parser did not move on (see DocumentStarts)
+      const size_t at = static_cast<size_t>(std::max(0, starts[0].pos));
+      const std::string what = at < yaml_text.size() && yaml_text[at] > ' ' && yaml_text[at] < 127
+                                   ? std::string("'") + yaml_text[at] + "'"
+                                   : std::string("character");
+      throw YAML::ParserException(starts[0], "unexpected " + what + " outside a [...] or {...} list");
+    }
+    if (starts.size() > 1) {
+      reader.Error(reader.FileOrigin(starts[1]), "",
                    "a recipe file holds one YAML document; remove the second '---' and what follows");
     }
-    reader.ReadDocument(docs.empty() ? YAML::Node() : docs[0]);
+    reader.ReadDocument(YAML::Load(yaml_text));
   } catch (const YAML::Exception& e) {
     // Syntax errors stop the reading of the file; the flags are still checked.
     reader.Error(reader.FileOrigin(e.mark), "", "YAML syntax error: " + e.msg);

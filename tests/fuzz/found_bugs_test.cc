@@ -33,6 +33,17 @@ TEST(FuzzFound, InspectOfAnEmptyIdxLabelFile) {
   EXPECT_NE(report->find("classes: 0\n"), std::string::npos) << *report;
 }
 
+// A recipe starting with ',' (tests/fuzz/regressions/recipe/stray-comma-yaml-cpp-loop): yaml-cpp 0.7's LoadAll
+// returned an empty document at the ',' again and again without moving on, allocating until the process died
+// (jbeder/yaml-cpp#1040). The recipe parser now counts documents itself and calls this a syntax error.
+TEST(FuzzFound, AStrayCommaIsASyntaxErrorNotAnEndlessParse) {
+  for (const std::string& text : {std::string(","), std::string(",name: xx\n_g\n"), std::string(" ,\0a", 4)}) {
+    const Status s = fuzz::FuzzRecipe(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("YAML syntax error: unexpected ','"), std::string::npos) << s.ToString();
+  }
+}
+
 // IDX images [N, 0, W]: no pixel bytes, so N is not tied to the file; 2^32-1 labels were allocated before the
 // image size was refused. And [0, H, W] with H x W beyond int64 was a signed overflow.
 TEST(FuzzFound, IdxImagesWithAZeroDimAreRefusedBeforeAnyAllocation) {
