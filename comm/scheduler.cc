@@ -202,8 +202,8 @@ class Scheduler::Loop {
       if (m.info.role == node.role && (node.rank == -1 || node.rank == m.info.rank)) {
         // The same endpoint again: a retry, or a restarted process on a fixed port (it is lost, or it had
         // passed a barrier, which a retrying first registration cannot have).
-        if (complete_ && spec_.options.admit_rejoins && node.role == NodeRole::kWorker && !m.joining &&
-            node.name == m.info.name && (m.lost || !m.barriers_entered.empty())) {
+        if (complete_ && !result_.has_value() && spec_.options.admit_rejoins && node.role == NodeRole::kWorker &&
+            !m.joining && node.name == m.info.name && (m.lost || !m.barriers_entered.empty())) {
           return Rejoin(node, m);
         }
         if (complete_ && !m.joining) SendTo(id, Command::kNodeTable, false, 0, EncodeNodeTable(table_));
@@ -231,6 +231,10 @@ class Scheduler::Loop {
       return Refuse(node, Status::InvalidArgument(Prefix() + ": " + who + " asks for " + role + " rank " +
                                                   std::to_string(node.rank) + ", valid ranks are 0.." +
                                                   std::to_string(count - 1)));
+    }
+    if (complete_ && result_.has_value()) {
+      return Refuse(node, Status::FailedPrecondition(Prefix() + ": " + who + " registered after the tier " +
+                                                     (result_->ok() ? "finished" : "failed")));
     }
     if (complete_) {
       auto held = node.rank >= 0 ? members_.find(TierNodeId(node.role, node.rank, spec_.num_servers))

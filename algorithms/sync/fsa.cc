@@ -17,7 +17,9 @@ namespace {
 class OptimizerSink final : public comm::AggregateSink {
  public:
   OptimizerSink(const SyncJob& job, ServerOptimizer* optimizer)
-      : server_update_(job.optimizer_where == OptimizerPlacement::kGlobalServer), optimizer_(optimizer) {}
+      : server_update_(job.optimizer_where == OptimizerPlacement::kGlobalServer),
+        total_workers_(job.total_workers),
+        optimizer_(optimizer) {}
 
   void set_aggregator(const comm::SyncAggregator* agg) { aggregator_ = agg; }
 
@@ -42,13 +44,21 @@ class OptimizerSink final : public comm::AggregateSink {
       }
       optimizer_->InitKey(wire_key, *init);
     }
-    Result<Bytes> value = optimizer_->Step(wire_key, std::span<const float>(mean.as<float>(), n), round);
+    // A round that fewer workers contributed to (lost ones under topology.failure_policy: continue, or one
+    // rejoining later) averaged a smaller batch: the learning rate shrinks by the same share (the linear scaling
+    // rule), so for SGD the step is the sum of the gradients over all the job's workers.
+    const float lr_scale = contributors < total_workers_
+                               ? static_cast<float>(contributors) / static_cast<float>(total_workers_)
+                               : 1.0f;
+    Result<Bytes> value =
+        optimizer_->Step(wire_key, std::span<const float>(mean.as<float>(), n), round, lr_scale);
     if (!value.ok()) return done(value.status(), Bytes());
     done(Status::Ok(), std::move(value).value());
   }
 
  private:
   const bool server_update_;
+  const int total_workers_;
   ServerOptimizer* const optimizer_;
   const comm::SyncAggregator* aggregator_ = nullptr;
 };

@@ -50,15 +50,15 @@ void ServerOptimizer::OnRoundComplete(size_t keys, std::function<void(int64_t ro
   round_done_ = std::move(fn);
 }
 
-Result<Bytes> ServerOptimizer::Step(uint64_t wire_key, std::span<const float> grad, int64_t round) {
+Result<Bytes> ServerOptimizer::Step(uint64_t wire_key, std::span<const float> grad, int64_t round, float lr_scale) {
   bool round_complete = false;
-  Result<Bytes> value = StepLocked(wire_key, grad, round, &round_complete);
+  Result<Bytes> value = StepLocked(wire_key, grad, round, lr_scale, &round_complete);
   if (round_complete) round_done_(round);
   return value;
 }
 
 Result<Bytes> ServerOptimizer::StepLocked(uint64_t wire_key, std::span<const float> grad, int64_t round,
-                                          bool* round_complete) {
+                                          float lr_scale, bool* round_complete) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!optimizer_) return Status::FailedPrecondition("no optimizer settings from the master worker yet");
   auto it = weights_.find(wire_key);
@@ -72,7 +72,7 @@ Result<Bytes> ServerOptimizer::StepLocked(uint64_t wire_key, std::span<const flo
   }
   while (optimizer_->step() < round + 1) optimizer_->AdvanceStep();  // Adam's bias correction counts rounds
   const int epoch = per_epoch_ > 0 ? static_cast<int>(round / per_epoch_) : 0;
-  optimizer_->SetLr(nn::ScheduledLr(schedule_, base_lr_, round, epoch, total_));
+  optimizer_->SetLr(lr_scale * nn::ScheduledLr(schedule_, base_lr_, round, epoch, total_));
   Tensor g = Tensor::Empty(Shape({static_cast<int64_t>(n)}));
   std::memcpy(g.raw_data(), grad.data(), grad.size_bytes());
   optimizer_->StepKey(std::to_string(wire_key), g, &it->second);

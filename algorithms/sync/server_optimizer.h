@@ -41,9 +41,10 @@ class ServerOptimizer final : public ps::ServerState {
   // A copy of the key's current weights (kFailedPrecondition when it has none).
   Result<std::vector<float>> Weights(uint64_t wire_key) const;
 
-  // One update of `wire_key` with `grad` (its length must match the key's weights) at `round`; returns the new
-  // weights as dense f32 bytes. kFailedPrecondition without a rule or initial weights.
-  Result<Bytes> Step(uint64_t wire_key, std::span<const float> grad, int64_t round);
+  // One update of `wire_key` with `grad` (its length must match the key's weights) at `round`, with the scheduled
+  // learning rate times `lr_scale`; returns the new weights as dense f32 bytes. kFailedPrecondition without a rule
+  // or initial weights.
+  Result<Bytes> Step(uint64_t wire_key, std::span<const float> grad, int64_t round, float lr_scale = 1.0f);
 
   // From now on, once `keys` distinct keys have stepped at a round, the Step of the last of them calls
   // `fn(round)` before it returns (without the lock held): the weights then are those after exactly that round
@@ -56,7 +57,8 @@ class ServerOptimizer final : public ps::ServerState {
   Status RestoreState(const std::string& prefix, const ps::StateTensors& in) override;
 
  private:
-  Result<Bytes> StepLocked(uint64_t wire_key, std::span<const float> grad, int64_t round, bool* round_complete);
+  Result<Bytes> StepLocked(uint64_t wire_key, std::span<const float> grad, int64_t round, float lr_scale,
+                           bool* round_complete);
 
   const nn::LrScheduleConfig schedule_;
   const int64_t per_epoch_;

@@ -9,6 +9,7 @@
 // data centres (dc-a's first). Not thread-safe: one test thread drives it.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -106,11 +107,21 @@ class PolicyHarness {
     ASSERT_TRUE(link->Push(keys_, ptrs, comm::kInitRound).ok());
   }
 
-  // Every worker PushPulls its values (values[worker][key]) at `round` concurrently; returns what each got back.
+  // Worker w's local server goes on without it, as under topology.failure_policy: continue (the scheduler's
+  // kNodeLeft); Round then leaves it out.
+  void DropWorker(int w) {
+    const int d = w / kWorkersPerDc;
+    ASSERT_TRUE(local_policies_[d]->RemoveSender(dcs_[d]->worker(w % kWorkersPerDc).my_id()).ok());
+    dropped_.push_back(w);
+  }
+
+  // Every worker (not dropped) PushPulls its values (values[worker][key]) at `round` concurrently; returns what
+  // each got back (zeros for a dropped worker).
   std::vector<KeyValues> Round(const std::vector<KeyValues>& values, int64_t round) {
     std::vector<KeyValues> out = Empty();
     std::vector<std::function<Status()>> calls;
     for (size_t w = 0; w < links_.size(); ++w) {
+      if (std::find(dropped_.begin(), dropped_.end(), static_cast<int>(w)) != dropped_.end()) continue;
       calls.push_back([&, w] {
         std::vector<const float*> in;
         std::vector<float*> outs;
@@ -177,6 +188,7 @@ class PolicyHarness {
   std::vector<std::unique_ptr<comm::KvServer>> local_servers_;
   std::vector<std::unique_ptr<comm::KvWorker>> kvs_;
   std::vector<std::unique_ptr<comm::KvLink>> links_;
+  std::vector<int> dropped_;
 };
 
 }  // namespace geomx::sync::testing

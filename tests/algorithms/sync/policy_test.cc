@@ -51,6 +51,7 @@ class TwoKeyHarness {
   }
   std::vector<std::vector<float>> PullInitial() { return Joined(h_.PullInitial()); }
   ServerPolicy& global_policy() { return h_.global_policy(); }
+  void DropWorker(int w) { h_.DropWorker(w); }
 
  private:
   static std::vector<std::vector<float>> Joined(const std::vector<testing::KeyValues>& per_worker) {
@@ -120,6 +121,38 @@ TEST(SyncPolicyTest, FsaServersApplySgdToTheMeanOfEveryWorkersGradient) {
   ASSERT_NE(h.global_policy().state(), nullptr);
   ASSERT_TRUE(h.global_policy().state()->SaveState("", &state).ok());
   EXPECT_EQ(state.count("w/" + std::to_string(comm::WireKey(kKeyB, 0))), 1u);
+}
+
+// topology.failure_policy: continue: once worker 3 (dc-b's second) is dropped, a round averages the other three
+// workers' gradients and the learning rate shrinks by 3/4 (the batch did): SGD steps by lr * (sum of 3) / 4.
+TEST(SyncPolicyTest, FsaScalesTheLearningRateByTheShareOfWorkersThatContributed) {
+  SyncSettings settings;  // mode fsa
+  TwoKeyHarness h(settings, Job("sgd", 0.5f, OptimizerPlacement::kGlobalServer), comm::LinkPlan{});
+  std::vector<float> wa = {1, 2, 3, 4, 5}, wb = {-1, 1};
+  h.PushInitial(wa, wb, comm::TierCodec{});
+  (void)h.PullInitial();
+  auto step = [&](int round, int workers) {
+    const auto ga = Values(5, round, 1.0f), gb = Values(2, round, -2.0f);
+    const auto got = h.Round(ga, gb, round);
+    for (size_t i = 0; i < 5; ++i) {
+      float sum = 0;
+      for (int w = 0; w < workers; ++w) sum += ga[w][i];
+      wa[i] -= 0.5f * sum / 4.0f;
+    }
+    for (size_t i = 0; i < 2; ++i) {
+      float sum = 0;
+      for (int w = 0; w < workers; ++w) sum += gb[w][i];
+      wb[i] -= 0.5f * sum / 4.0f;
+    }
+    for (int w = 0; w < workers; ++w) {
+      for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(got[w][i], wa[i], 1e-5f) << "round " << round << " worker " << w;
+      for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(got[w][5 + i], wb[i], 1e-5f) << "round " << round << " worker " << w;
+    }
+  };
+  step(0, 4);
+  h.DropWorker(3);
+  step(1, 3);
+  step(2, 3);
 }
 
 // optimizer.where: worker: the servers answer the mean gradient itself, through FP16 links on both tiers.
