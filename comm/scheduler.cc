@@ -301,12 +301,17 @@ class Scheduler::Loop {
     m.released_barrier_ts.clear();
     m.barriers_entered.clear();
     for (auto& [group, arrived] : barriers_) arrived.erase(node.id);
+    m.joining = false;
+    m.awaiting.clear();
+    // Other workers rejoining at the same time (a host with several workers restarted) do not wait for this
+    // process's acknowledgement (it gets the table, with their new endpoints, itself), nor it for theirs: a node
+    // without its table cannot acknowledge, and each would wait for the other for ever.
+    ForgetAcks(node.id);
     m.joining = true;
     m.join_ts = ++next_join_ts_;
-    m.awaiting.clear();
     const std::string body = EncodeFields({{"node", std::to_string(node.id)}, {"endpoint", node.endpoint}});
     for (const auto& [id, other] : members_) {
-      if (id == node.id || other.lost) continue;
+      if (id == node.id || other.lost || other.joining) continue;
       m.awaiting.insert(id);
       SendTo(id, Command::kNodeJoined, true, m.join_ts, body);
     }

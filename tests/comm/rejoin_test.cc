@@ -333,6 +333,52 @@ TEST_P(RejoinTest, ARestartBeforeTheLossIsNoticedReplacesTheOldProcess) {
   EXPECT_TRUE(FinalizeLiving().ok());
 }
 
+// Two workers of a host restarted at once: neither waits for the other's acknowledgement (a node without its table
+// cannot give one), both rejoin and the next round has all three pushes.
+TEST_P(RejoinTest, TwoWorkersRestartedAtOnceBothRejoin) {
+  CommOptions o = RejoinOptions();
+  o.continue_without_lost_workers = true;
+  o.heartbeat_timeout_ms = 60000;
+  Build(o);
+  Round({0, 1, 2}, 0);
+  tier_->worker_node(1).van->Stop();
+  KillWorker2();
+  testing::TestNode again1;
+  again1.van = t_->NewVan();
+  again1.po = std::make_unique<Postoffice>(tier_->spec(),
+                                           NodeInfo{-1, NodeRole::kWorker, 1, "dc-a/worker1", "dc-a", ""},
+                                           again1.van.get());
+  auto kv1 = std::make_unique<KvWorker>(again1.po.get(), kApp, layout_);
+  restarted_.van = t_->NewVan();
+  restarted_.po = std::make_unique<Postoffice>(tier_->spec(),
+                                               NodeInfo{-1, NodeRole::kWorker, 2, "dc-a/worker2", "dc-a", ""},
+                                               restarted_.van.get());
+  restarted_kv_ = std::make_unique<KvWorker>(restarted_.po.get(), kApp, layout_);
+  const std::vector<Status> started = RunConcurrently({[&] { return again1.po->Start(t_->Address("w1-again")); },
+                                                       [&] { return restarted_.po->Start(t_->Address("w2-again")); }});
+  for (const Status& s : started) ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(again1.po->rejoined());
+  EXPECT_TRUE(restarted_.po->rejoined());
+  kv_[1] = std::move(kv1);  // worker 1's requests now go through its new process
+  for (KvWorker* k : {kv_[1].get(), restarted_kv_.get()}) {
+    for (int r = 0; r < 2; ++r) {
+      Result<std::string> a = k->QueryControl(r, EncodeFields({{"command", SyncAggregator::kJoinCommand}}));
+      ASSERT_TRUE(a.ok()) << a.status().ToString();
+      ASSERT_TRUE(k->QueryControl(r, EncodeFields({{"command", SyncAggregator::kJoinAtCommand}, {"round", "1"}}))
+                      .ok());
+    }
+  }
+  Round({0, 1, 2}, 1);
+  std::vector<std::function<Status()>> fns = {[&] { return tier_->server(0).Finalize(); },
+                                              [&] { return tier_->server(1).Finalize(); },
+                                              [&] { return tier_->worker(0).Finalize(); },
+                                              [&] { return again1.po->Finalize(); },
+                                              [&] { return restarted_.po->Finalize(); }};
+  for (const Status& s : RunConcurrently(fns)) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(tier_->SchedulerResult().ok());
+  kv_[1].reset();
+}
+
 // Without admit_rejoins (failure_policy stop) a late registration is refused, saying what would allow it; the
 // running tier is not disturbed.
 TEST_P(RejoinTest, WithoutThePolicyARestartedWorkerIsRefused) {
