@@ -43,15 +43,21 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
                                               : "sync.mode: " + s.mode + " cannot") +
                         ": use stop, or sync.mode: fsa"});
   }
-  if (recipe.topology.failure_policy == "wait" &&
-      (!traits.survives_lost_workers || recipe.has_algorithm || recipe.optimizer_where != "global-server")) {
-    out->push_back({{"topology.failure_policy", "sync.mode", "optimizer.where", "algorithm"}, "topology.failure_policy",
-                    std::string("wait takes a restarted worker back at the round it missed, from the servers' "
-                                "weights: that needs sync.mode fsa with optimizer.where: global-server") +
+  // Features that need the whole job's state on the global servers (fsa with the optimizer there, a neural model).
+  auto needs_server_state = [&](bool mode_can, const std::string& key, const std::string& why,
+                                const std::string& fix) {
+    if (mode_can && !recipe.has_algorithm && recipe.optimizer_where == "global-server") return;
+    out->push_back({{key, "sync.mode", "optimizer.where", "algorithm"}, key,
+                    why + " that needs sync.mode fsa with optimizer.where: global-server" +
                         (recipe.has_algorithm ? "; a classical algorithm is fitted in one go"
                                               : "; the recipe has sync.mode: " + s.mode + ", optimizer.where: " +
                                                     recipe.optimizer_where) +
-                        ": use stop or continue, or those settings"});
+                        ": use " + fix + ", or those settings"});
+  };
+  if (recipe.topology.failure_policy == "wait") {
+    needs_server_state(traits.survives_lost_workers, "topology.failure_policy",
+                       "wait takes a restarted worker back at the round it missed, from the servers' weights:",
+                       "stop or continue");
   }
   if (recipe.topology.worker_restarts > 0 && recipe.topology.failure_policy == "stop") {
     out->push_back({{"topology.worker_restarts", "topology.failure_policy"}, "topology.worker_restarts",
@@ -59,15 +65,9 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
                     "topology.failure_policy to continue or wait, or use topology.max_restarts to restart the "
                     "whole job"});
   }
-  if (recipe.topology.snapshot_every > 0 &&
-      (!traits.snapshots || recipe.has_algorithm || recipe.optimizer_where != "global-server")) {
-    out->push_back({{"topology.snapshot_every", "sync.mode", "optimizer.where", "algorithm"}, "topology.snapshot_every",
-                    std::string("snapshots hold the global servers' model and optimizer state, which is the whole "
-                                "job's state with sync.mode fsa and optimizer.where: global-server") +
-                        (recipe.has_algorithm ? "; a classical algorithm is fitted in one go"
-                                              : "; the recipe has sync.mode: " + s.mode + ", optimizer.where: " +
-                                                    recipe.optimizer_where) +
-                        ": use 0, or those settings"});
+  if (recipe.topology.snapshot_every > 0) {
+    needs_server_state(traits.snapshots, "topology.snapshot_every",
+                       "snapshots hold the global servers' model and optimizer state, the whole job's state:", "0");
   }
   if (recipe.topology.max_restarts > 0 && recipe.topology.snapshot_every == 0) {
     out->push_back({{"topology.max_restarts", "topology.snapshot_every"}, "topology.max_restarts",

@@ -113,13 +113,20 @@ class RejoinTest : public ::testing::TestWithParam<std::string> {
   // Worker 2's process dies (its transport stops: no goodbye).
   void KillWorker2() { tier_->worker_node(2).van->Stop(); }
 
-  // Starts worker 2 again: a new transport at a new address, the same name and rank.
+  // A new process for worker `rank` (not started): a new transport at a new address, the same name and rank.
+  testing::TestNode NewProcess(int rank) {
+    testing::TestNode n;
+    const std::string name = "dc-a/worker" + std::to_string(rank);
+    n.van = t_->NewVan();
+    n.address = t_->Address(name + "-again");
+    n.po = std::make_unique<Postoffice>(tier_->spec(), NodeInfo{-1, NodeRole::kWorker, rank, name, "dc-a", ""},
+                                        n.van.get());
+    return n;
+  }
+
+  // Starts worker 2 again (NewProcess).
   Status RestartWorker2() {
-    restarted_.van = t_->NewVan();
-    restarted_.address = t_->Address("dc-a/worker2-again");
-    restarted_.po = std::make_unique<Postoffice>(tier_->spec(),
-                                                 NodeInfo{-1, NodeRole::kWorker, 2, "dc-a/worker2", "dc-a", ""},
-                                                 restarted_.van.get());
+    restarted_ = NewProcess(2);
     restarted_kv_ = std::make_unique<KvWorker>(restarted_.po.get(), kApp, layout_);
     return restarted_.po->Start(restarted_.address);
   }
@@ -343,19 +350,10 @@ TEST_P(RejoinTest, TwoWorkersRestartedAtOnceBothRejoin) {
   Round({0, 1, 2}, 0);
   tier_->worker_node(1).van->Stop();
   KillWorker2();
-  testing::TestNode again1;
-  again1.van = t_->NewVan();
-  again1.po = std::make_unique<Postoffice>(tier_->spec(),
-                                           NodeInfo{-1, NodeRole::kWorker, 1, "dc-a/worker1", "dc-a", ""},
-                                           again1.van.get());
+  testing::TestNode again1 = NewProcess(1);
   auto kv1 = std::make_unique<KvWorker>(again1.po.get(), kApp, layout_);
-  restarted_.van = t_->NewVan();
-  restarted_.po = std::make_unique<Postoffice>(tier_->spec(),
-                                               NodeInfo{-1, NodeRole::kWorker, 2, "dc-a/worker2", "dc-a", ""},
-                                               restarted_.van.get());
-  restarted_kv_ = std::make_unique<KvWorker>(restarted_.po.get(), kApp, layout_);
-  const std::vector<Status> started = RunConcurrently({[&] { return again1.po->Start(t_->Address("w1-again")); },
-                                                       [&] { return restarted_.po->Start(t_->Address("w2-again")); }});
+  const std::vector<Status> started = RunConcurrently({[&] { return again1.po->Start(again1.address); },
+                                                       [&] { return RestartWorker2(); }});
   for (const Status& s : started) ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(again1.po->rejoined());
   EXPECT_TRUE(restarted_.po->rejoined());
