@@ -3,8 +3,6 @@
 #include "algorithms/cluster/roles.h"
 #include "algorithms/cluster/tiers.h"
 #include <algorithm>
-#include <cstdlib>
-#include <map>
 
 #include "comm/codec.h"
 #include "comm/handlers/sync_aggregator.h"
@@ -81,14 +79,12 @@ Result<int64_t> WorkerSession::JoinRunningTier() {
     Result<std::string> answer =
         kv_->QueryControl(r, comm::EncodeFields({{"command", comm::SyncAggregator::kJoinCommand}}));
     if (!answer.ok()) return answer.status().WithContext(name_ + ": rejoining through " + server);
-    std::map<std::string, std::string> f;
-    char* end = nullptr;
-    const long long proposed = comm::DecodeFields(*answer, &f).ok() && f.count("round")
-                                   ? std::strtoll(f["round"].c_str(), &end, 10) : -1;
-    if (proposed < 0 || end == nullptr || *end != '\0') {
-      return Status::DataLoss(name_ + ": " + server + " answered the join with no round");
+    Result<int64_t> proposed = comm::SyncAggregator::DecodeJoinRound(*answer);
+    if (!proposed.ok()) {
+      return Status::DataLoss(name_ + ": " + server + " answered the join with no round: " +
+                              proposed.status().message());
     }
-    round = std::max<int64_t>(round, proposed);
+    round = std::max(round, *proposed);
   }
   const std::string at = comm::EncodeFields(
       {{"command", comm::SyncAggregator::kJoinAtCommand}, {"round", std::to_string(round)}});

@@ -1,8 +1,8 @@
 #include "comm/handlers/sync_aggregator.h"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -293,15 +293,21 @@ bool SyncAggregator::HandleJoin(const KvRequest& req, KvServer& server) {
     return true;
   }
   if (command != kJoinAtCommand) return false;
-  char* end = nullptr;
-  const std::string& text = f["round"];
-  const long long round = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || round < 0) {
-    server.RespondControl(req, Status::InvalidArgument("join-at: round '" + text + "' is not a round number"));
-    return true;
-  }
-  server.RespondControl(req, CommitJoin(req.meta.sender, round));
+  Result<int64_t> round = DecodeJoinRound(req.meta.body);
+  server.RespondControl(req, round.ok() ? CommitJoin(req.meta.sender, *round) : round.status());
   return true;
+}
+
+Result<int64_t> SyncAggregator::DecodeJoinRound(const std::string& body) {
+  std::map<std::string, std::string> f;
+  GEOMX_RETURN_IF_ERROR(DecodeFields(body, &f));
+  const std::string& text = f["round"];
+  int64_t round = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), round);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || round < 0) {
+    return Status::InvalidArgument("join: round '" + text + "' is not a round number");
+  }
+  return round;
 }
 
 void SyncAggregator::CompleteRound(uint64_t wire_key, int64_t round) {

@@ -104,6 +104,8 @@ class SyncAggregator : public ServerHandler {
   Status CommitJoin(int node_id, int64_t round);
   static constexpr const char* kJoinCommand = "join";
   static constexpr const char* kJoinAtCommand = "join-at";
+  // The "round" field of a join answer or a join-at body: kInvalidArgument when missing or not a whole number >= 0.
+  static Result<int64_t> DecodeJoinRound(const std::string& body);
 
  private:
   using Pending = PendingRequest;
