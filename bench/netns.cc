@@ -128,11 +128,44 @@ std::vector<std::string> NetnsShaper::RemoveStale(CommandRunner* runner) {
   return removed;
 }
 
+Status NetnsShaper::AddLink(const LinkEnd& x, const LinkEnd& y, const comm::LinkOptions& link,
+                            const std::string& python, const std::string& delay_line, uint64_t seed) {
+  auto run = [&](std::vector<std::string> argv) -> Status {
+    auto r = runner_->Run(argv);
+    return r.ok() ? Status::Ok() : r.status();
+  };
+  if (link.latency_s > 0 || link.loss > 0) {
+    // The user-space delay line delays (and drops) packets: this kernel has no netem.
+    char delay[32], loss[32];
+    std::snprintf(delay, sizeof(delay), "%.6f", link.latency_s);
+    std::snprintf(loss, sizeof(loss), "%.6f", link.loss);
+    GEOMX_ASSIGN_OR_RETURN(pid_t pid, runner_->Spawn({python, delay_line, x.dev, y.dev, delay, loss,
+                                                      std::to_string(seed)}, "ready"));
+    created_.push_back("process " + std::to_string(pid));
+  } else {
+    GEOMX_RETURN_IF_ERROR(run({"ip", "link", "add", x.dev, "type", "veth", "peer", "name", y.dev}));
+    created_.push_back("link " + x.dev);
+  }
+  for (const LinkEnd& e : {x, y}) {
+    GEOMX_RETURN_IF_ERROR(run({"ip", "link", "set", e.dev, "netns", e.ns}));
+    GEOMX_RETURN_IF_ERROR(run({"ip", "-n", e.ns, "addr", "add", e.address + "/24", "dev", e.dev}));
+    GEOMX_RETURN_IF_ERROR(run({"ip", "-n", e.ns, "link", "set", e.dev, "up"}));
+    if (link.bandwidth_bps > 0) {
+      GEOMX_RETURN_IF_ERROR(run({"ip", "netns", "exec", e.ns, "tc", "qdisc", "add", "dev", e.dev, "root", "tbf",
+                                 "rate", cli::BandwidthText(link.bandwidth_bps), "burst", "64kb", "latency", "400ms"}));
+    }
+  }
+  wan_ends_.push_back(x);
+  return Status::Ok();
+}
+
 Status NetnsShaper::Setup(const cli::Recipe& recipe, const std::string& python, const std::string& delay_line) {
   const comm::Topology& t = recipe.topology;
-  const double rate = t.options.wan.bandwidth_bps;
-  const double delay = t.options.wan.latency_s;
-  if (delay > 0 && !std::filesystem::exists(delay_line)) {
+  const comm::NetworkShape network = t.Network();
+  bool needs_delay_line = false;
+  for (const auto& [dc, link] : network.uplinks) needs_delay_line |= link.latency_s > 0 || link.loss > 0;
+  for (const auto& [pair, link] : network.direct) needs_delay_line |= link.latency_s > 0 || link.loss > 0;
+  if (needs_delay_line && !std::filesystem::exists(delay_line)) {
     return Status::NotFound("--netns: the delay line " + delay_line + " is missing");
   }
   auto run = [&](std::vector<std::string> argv) -> Status {
@@ -148,36 +181,27 @@ Status NetnsShaper::Setup(const cli::Recipe& recipe, const std::string& python, 
   GEOMX_RETURN_IF_ERROR(add_ns(central_ns));
   GEOMX_RETURN_IF_ERROR(run({"ip", "netns", "exec", central_ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"}));
   for (size_t i = 0; i < t.datacentres.size(); ++i) {
+    const std::string& name = t.datacentres[i].name;
     const std::string ns = prefix_ + "-d" + std::to_string(i);
-    const std::string a = prefix_ + "c" + std::to_string(i), b = prefix_ + "d" + std::to_string(i);
     const std::string net = "10.203." + std::to_string(i + 1) + ".";
     GEOMX_RETURN_IF_ERROR(add_ns(ns));
-    if (delay > 0) {
-      char ms[32];
-      std::snprintf(ms, sizeof(ms), "%.6f", delay);
-      GEOMX_ASSIGN_OR_RETURN(pid_t pid, runner_->Spawn({python, delay_line, a, b, ms}, "ready"));
-      created_.push_back("process " + std::to_string(pid));
-    } else {
-      GEOMX_RETURN_IF_ERROR(run({"ip", "link", "add", a, "type", "veth", "peer", "name", b}));
-      created_.push_back("link " + a);
-    }
-    GEOMX_RETURN_IF_ERROR(run({"ip", "link", "set", a, "netns", central_ns}));
-    GEOMX_RETURN_IF_ERROR(run({"ip", "link", "set", b, "netns", ns}));
-    GEOMX_RETURN_IF_ERROR(run({"ip", "-n", central_ns, "addr", "add", net + "1/24", "dev", a}));
-    GEOMX_RETURN_IF_ERROR(run({"ip", "-n", ns, "addr", "add", net + "2/24", "dev", b}));
-    GEOMX_RETURN_IF_ERROR(run({"ip", "-n", central_ns, "link", "set", a, "up"}));
-    GEOMX_RETURN_IF_ERROR(run({"ip", "-n", ns, "link", "set", b, "up"}));
+    const LinkEnd central{central_ns, prefix_ + "c" + std::to_string(i), net + "1"};
+    const LinkEnd dc{ns, prefix_ + "d" + std::to_string(i), net + "2"};
+    GEOMX_RETURN_IF_ERROR(AddLink(central, dc, network.Uplink(name), python, delay_line, recipe.seed + i));
     GEOMX_RETURN_IF_ERROR(run({"ip", "-n", ns, "route", "add", "default", "via", net + "1"}));
-    if (rate > 0) {
-      const std::string r = cli::BandwidthText(rate);
-      for (const auto& [where, dev] : {std::pair{central_ns, a}, std::pair{ns, b}}) {
-        GEOMX_RETURN_IF_ERROR(run({"ip", "netns", "exec", where, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
-                                   "rate", r, "burst", "64kb", "latency", "400ms"}));
-      }
-    }
-    parties_[t.datacentres[i].name] = PartyNet{ns, net + "2", b};
-    central_links_.push_back(a);
-    if (i == 0) parties_["central"] = PartyNet{central_ns, net + "1", a};
+    parties_[name] = PartyNet{ns, net + "2", dc.dev};
+    if (i == 0) parties_["central"] = PartyNet{central_ns, net + "1", central.dev};
+  }
+  // Direct links between data centres: a subnet of their own, and a host route to each other's party address.
+  size_t k = 0;
+  for (const comm::DirectLink& d : t.direct_links) {
+    const std::string net = "10.204." + std::to_string(k + 1) + ".";
+    const LinkEnd x{parties_.at(d.from).ns, prefix_ + "x" + std::to_string(k), net + "1"};
+    const LinkEnd y{parties_.at(d.to).ns, prefix_ + "y" + std::to_string(k), net + "2"};
+    GEOMX_RETURN_IF_ERROR(AddLink(x, y, d.link, python, delay_line, recipe.seed + 1000 + k));
+    GEOMX_RETURN_IF_ERROR(run({"ip", "-n", x.ns, "route", "add", parties_.at(d.to).ip + "/32", "via", y.address}));
+    GEOMX_RETURN_IF_ERROR(run({"ip", "-n", y.ns, "route", "add", parties_.at(d.from).ip + "/32", "via", x.address}));
+    ++k;
   }
   return Status::Ok();
 }
@@ -198,7 +222,7 @@ Status NetnsShaper::Teardown() {
   }
   created_.clear();
   parties_.clear();
-  central_links_.clear();
+  wan_ends_.clear();
   return first;
 }
 
@@ -212,13 +236,11 @@ std::vector<std::string> NetnsShaper::PartyNetnsArgs() const {
 }
 
 uint64_t NetnsShaper::WanBytes() {
-  const auto it = parties_.find("central");
-  if (it == parties_.end()) return 0;
   uint64_t total = 0;
-  for (const std::string& dev : central_links_) {
+  for (const LinkEnd& end : wan_ends_) {
     for (const char* dir : {"tx_bytes", "rx_bytes"}) {
-      auto r = runner_->Run({"ip", "netns", "exec", it->second.ns, "cat",
-                             "/sys/class/net/" + dev + "/statistics/" + dir});
+      const std::string counter = "/sys/class/net/" + end.dev + "/statistics/" + dir;
+      auto r = runner_->Run({"ip", "netns", "exec", end.ns, "cat", counter});
       if (r.ok()) total += std::strtoull(r->c_str(), nullptr, 10);
     }
   }

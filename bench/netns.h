@@ -1,8 +1,11 @@
 // Real Linux WAN shaping for `geomx bench RECIPE --netns` (root only): one network namespace for the central party
-// and one per data centre, each data centre joined to the central party by its own link (a star: traffic between
-// data centres is routed through the central namespace and crosses two links). A link is a veth pair when the WAN
-// latency is 0, otherwise a pair of TUN devices joined by bench/peers/delay_line.py, which forwards packets after
-// the fixed one-way delay (this kernel has no netem). Bandwidth: tc tbf on both ends (each direction shaped).
+// and one per data centre, each data centre joined to the central party by its own link with its own bandwidth,
+// latency and loss (comm::Topology::Network: topology.links.wan, or the data centre's own). Traffic between data
+// centres is routed through the central namespace and crosses two links, unless topology.links.direct joins them
+// (a link of their own, and a host route to each other's party address). A link is a veth pair when it has
+// neither latency nor loss, otherwise a pair of TUN devices joined by bench/peers/delay_line.py, which forwards
+// packets after the one-way delay and drops each with the loss probability (this kernel has no netem).
+// Bandwidth: tc tbf on both ends (each direction shaped).
 // Every object created is recorded; Teardown deletes them in reverse order, continues past errors and is
 // idempotent; the destructor calls it. Commands go through a CommandRunner, so tests can fake them; the real one
 // (SystemCommandRunner) runs them under cli::Launcher.
@@ -10,12 +13,15 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/recipe.h"
+#include "comm/comm_options.h"
 #include "engine/base/status.h"
 
 namespace geomx::bench {
@@ -52,8 +58,8 @@ class NetnsShaper {
   // their names.
   static std::vector<std::string> RemoveStale(CommandRunner* runner);
 
-  // Creates the namespaces and links for `recipe`'s topology with its WAN bandwidth and latency. On failure the
-  // caller calls Teardown (what was created is recorded).
+  // Creates the namespaces and links for `recipe`'s topology with its links' bandwidth, latency and loss. On
+  // failure the caller calls Teardown (what was created is recorded).
   Status Setup(const cli::Recipe& recipe, const std::string& python, const std::string& delay_line_script);
   // Deletes everything Setup created; returns the first error (after trying everything).
   Status Teardown();
@@ -63,17 +69,26 @@ class NetnsShaper {
   // The `geomx train` flags that run each party's processes in its namespace with its address as host
   // (cli::TrainFlags::party_netns): "--party-netns", "party=ns@ip", ... for every party, in name order.
   std::vector<std::string> PartyNetnsArgs() const;
-  // Bytes put on the WAN links so far (tx + rx of the central namespace's side of every link).
+  // Bytes put on the WAN links so far (tx + rx of one side of every link between parties).
   uint64_t WanBytes();
   // What was created, in order ("netns gmx1-c", "link gmx1c0", "process 1234"), for tests and diagnostics.
   const std::vector<std::string>& created() const { return created_; }
 
  private:
+  struct LinkEnd {
+    std::string ns;       // namespace
+    std::string dev;      // interface
+    std::string address;  // its address (a /24)
+  };
+  // Joins x and y (a veth pair, or a delay line for latency or loss), addresses both ends and shapes them.
+  Status AddLink(const LinkEnd& x, const LinkEnd& y, const comm::LinkOptions& link, const std::string& python,
+                 const std::string& delay_line, uint64_t seed);
+
   std::unique_ptr<CommandRunner> runner_;
   std::string prefix_;
   std::map<std::string, PartyNet> parties_;
   std::vector<std::string> created_;
-  std::vector<std::string> central_links_;
+  std::vector<LinkEnd> wan_ends_;  // one end of every link, for WanBytes
 };
 
 }  // namespace geomx::bench

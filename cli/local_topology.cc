@@ -36,9 +36,10 @@ std::string ShellQuote(const std::string& arg) {
 }
 
 std::string LinkText(const comm::LinkOptions& link) {
-  if (link.bandwidth_bps == 0 && link.latency_s == 0) return "not shaped";
+  if (link.bandwidth_bps == 0 && link.latency_s == 0 && link.loss == 0) return "not shaped";
   return (link.bandwidth_bps == 0 ? std::string("unlimited") : BandwidthText(link.bandwidth_bps)) + ", " +
-         DurationSecondsText(link.latency_s) + " one way";
+         DurationSecondsText(link.latency_s) + " one way" +
+         (link.loss > 0 ? ", " + LossText(link.loss * 100) + "% loss" : std::string());
 }
 
 }  // namespace
@@ -165,6 +166,17 @@ std::string FormatLocalTopologyPlan(const LocalTopologyPlan& plan, const Recipe&
   out += "run folder: " + plan.run_dir + "\n";
   out += "links: wan " + LinkText(recipe.topology.options.wan) + ", lan " + LinkText(recipe.topology.options.lan) +
          " (emulated in-process)\n";
+  const comm::NetworkShape network = recipe.topology.Network();
+  for (const comm::DataCentre& dc : recipe.topology.datacentres) {
+    const comm::LinkOptions& up = network.Uplink(dc.name);
+    const comm::LinkOptions& wan = recipe.topology.options.wan;
+    if (up.bandwidth_bps != wan.bandwidth_bps || up.latency_s != wan.latency_s || up.loss != wan.loss) {
+      out += "  " + dc.name + " <-> central: " + LinkText(up) + " (its own link)\n";
+    }
+  }
+  for (const comm::DirectLink& d : recipe.topology.direct_links) {
+    out += "  " + d.from + " <-> " + d.to + ": " + LinkText(d.link) + " (direct)\n";
+  }
   out += DescribeSecurity(recipe, plan.secure,
                           plan.generated_keys.empty() ? plan.keys : plan.keys + ", generated at start");
   out += "(ports the recipe leaves at 0 are free ports picked for this plan; a real run picks them again)\n";

@@ -68,10 +68,18 @@ std::string ExpectedText(RecipeValueKind kind) {
       return "a bandwidth such as 50mbit";
     case RecipeValueKind::kDuration:
       return "a duration such as 25ms or 2s";
+    case RecipeValueKind::kLoss:
+      return "a loss rate such as 2% or 0.02";
     case RecipeValueKind::kRecordList:
       return "a list of mappings, e.g. [{name: dc-a, workers: 2}, {name: dc-b, workers: 2}]";
   }
   return "a value";
+}
+
+// An example value of a list of mappings, for "set the whole list" hints.
+std::string ListExample(std::string_view list_path) {
+  if (list_path == "topology.links.direct") return "[{from: dc-a, to: dc-b, latency: 2ms}]";
+  return "[{name: dc-a, workers: 2}, {name: dc-b, workers: 2}]";
 }
 
 std::string Join(const std::vector<std::string>& items) {
@@ -86,17 +94,20 @@ std::string LastSegment(std::string_view path) {
 }
 
 // Every key and section path, for suggestions.
-std::vector<std::string> AllPaths() {
-  std::vector<std::string> out;
-  for (const RecipeKey& key : RecipeKeys()) {
-    std::string_view p = key.path;
-    for (size_t dot = p.find('.'); dot != std::string_view::npos; dot = p.find('.', dot + 1)) {
-      std::string section(p.substr(0, dot));
-      if (std::find(out.begin(), out.end(), section) == out.end()) out.push_back(section);
+const std::vector<std::string>& AllPaths() {
+  static const std::vector<std::string> kPaths = [] {  // the table is immutable: build the list once
+    std::vector<std::string> out;
+    for (const RecipeKey& key : RecipeKeys()) {
+      std::string_view p = key.path;
+      for (size_t dot = p.find('.'); dot != std::string_view::npos; dot = p.find('.', dot + 1)) {
+        std::string section(p.substr(0, dot));
+        if (std::find(out.begin(), out.end(), section) == out.end()) out.push_back(section);
+      }
+      out.emplace_back(p);
     }
-    out.emplace_back(p);
-  }
-  return out;
+    return out;
+  }();
+  return kPaths;
 }
 
 // Names people reach for that the schema spells differently.
@@ -116,7 +127,8 @@ std::string Alias(const std::string& word) {
 std::string PathEndingIn(const std::string& word) {
   if (word.empty()) return "";
   for (const std::string& p : AllPaths()) {
-    if (LastSegment(p) == word) return p;
+    const size_t dot = p.rfind('.');
+    if (std::string_view(p).substr(dot == std::string::npos ? 0 : dot + 1) == word) return p;
   }
   return "";
 }
@@ -298,7 +310,7 @@ class RecipeReader {
       Error(o, item_path,
             "no such item: " + list_path + " has " + std::to_string(size) + " item" + (size == 1 ? "" : "s") +
                 (size == 0 ? "" : " (indices 0.." + std::to_string(size - 1) + ")") +
-                "; to add one, set the whole list: --set '" + list_path + "=[{name: dc-a, workers: 2}, ...]'");
+                "; to add one, set the whole list: --set '" + list_path + "=" + ListExample(list_path) + "'");
       return;
     }
     std::string section = list_path + "[]";
@@ -459,7 +471,8 @@ class RecipeReader {
     }
     bool quoted = node.IsScalar() && node.Tag() == "!";
     bool text_kind = kind == RecipeValueKind::kString || kind == RecipeValueKind::kPartition ||
-                     kind == RecipeValueKind::kBandwidth || kind == RecipeValueKind::kDuration;
+                     kind == RecipeValueKind::kBandwidth || kind == RecipeValueKind::kDuration ||
+                     kind == RecipeValueKind::kLoss;
     if (quoted && !text_kind) {
       Error(origin, path,
             "expected " + ExpectedText(kind) + ", got the quoted string '" + node.Scalar() + "' (remove the quotes)");
@@ -474,7 +487,7 @@ class RecipeReader {
     std::string path(list.path);
     if (!node.IsSequence()) {
       Error(origin_of(node), path,
-            "expected " + ExpectedText(RecipeValueKind::kRecordList) + ", got " + Describe(node));
+            "expected a list of mappings, e.g. " + ListExample(path) + ", got " + Describe(node));
       return;
     }
     ResetRecipeList(list, node.size(), &recipe_);

@@ -359,14 +359,37 @@ std::vector<RecipeKey> BuildTable() {
        .item_field = [](R r, size_t i) -> F { return &r.topology.datacentres[i].slowdown; },
        .range = Between(1, false, 1000, false),
        .help = "Heterogeneity emulation: the data centre's workers take this many times as long per step."},
+      {.path = "topology.datacentres[].bandwidth",
+       .item_field = [](R r, size_t i) -> F {
+         return BandwidthField{&r.topology.datacentres[i].uplink.bandwidth_bps, true};
+       },
+       .help = "Emulated bandwidth of the data centre's own link to the central party (uneven WANs).",
+       .allowed_doc = "`wan` (= topology.links.wan.bandwidth), 0, or N with bit, kbit, mbit, gbit"},
+      {.path = "topology.datacentres[].latency",
+       .item_field = [](R r, size_t i) -> F {
+         return DurationField{.seconds = &r.topology.datacentres[i].uplink.latency_s, .inherit = true};
+       },
+       .help = "Emulated one-way delay of the data centre's link to the central party.",
+       .allowed_doc = "`wan` (= topology.links.wan.latency), 0, or N with us, ms, s"},
+      {.path = "topology.datacentres[].loss",
+       .item_field = [](R r, size_t i) -> F {
+         return LossField{&r.topology.datacentres[i].uplink.loss, true};
+       },
+       .help = "Emulated packet loss rate of the data centre's link to the central party.",
+       .allowed_doc = "`wan` (= topology.links.wan.loss), or a rate in [0, 1) such as 0.02 or 2%"},
       {.path = "topology.links.wan.bandwidth",
        .field = [](R r) -> F { return BandwidthField{&r.topology.options.wan.bandwidth_bps}; },
-       .help = "Emulated bandwidth of each link between parties, in bits/s; 0 = unlimited.",
+       .help = "Emulated bandwidth of each link between parties (unless a data centre has its own), in bits/s; "
+               "0 = unlimited.",
        .allowed_doc = "0, or N with bit, kbit, mbit, gbit (e.g. `50mbit`)"},
       {.path = "topology.links.wan.latency",
        .field = [](R r) -> F { return DurationField{.seconds = &r.topology.options.wan.latency_s}; },
        .help = "Emulated one-way delay of each link between parties.",
        .allowed_doc = "0, or N with us, ms, s (e.g. `25ms`)"},
+      {.path = "topology.links.wan.loss",
+       .field = [](R r) -> F { return LossField{&r.topology.options.wan.loss}; },
+       .help = "Emulated packet loss rate of each link between parties (TCP: losses cost time, docs/deployment.md).",
+       .allowed_doc = "a rate in [0, 1) such as 0.02 or 2%"},
       {.path = "topology.links.lan.bandwidth",
        .field = [](R r) -> F { return BandwidthField{&r.topology.options.lan.bandwidth_bps}; },
        .help = "Emulated bandwidth of each link inside a party; 0 = unlimited.",
@@ -374,6 +397,33 @@ std::vector<RecipeKey> BuildTable() {
       {.path = "topology.links.lan.latency",
        .field = [](R r) -> F { return DurationField{.seconds = &r.topology.options.lan.latency_s}; },
        .help = "Emulated one-way delay of each link inside a party.", .allowed_doc = "0, or N with us, ms, s"},
+      {.path = "topology.links.lan.loss",
+       .field = [](R r) -> F { return LossField{&r.topology.options.lan.loss}; },
+       .help = "Emulated packet loss rate of each link inside a party.",
+       .allowed_doc = "a rate in [0, 1) such as 0.02 or 2%"},
+      {.path = "topology.links.direct", .field = [](R r) -> F { return &r.topology.direct_links; },
+       .help = "Direct links between two data centres (both directions), in place of the path through the central "
+               "party; each a mapping with the keys of `topology.links.direct[]` below.",
+       .allowed_doc = "a list of mappings, at most one per pair of data centres"},
+      {.path = "topology.links.direct[].from",
+       .item_field = [](R r, size_t i) -> F { return &r.topology.direct_links[i].from; },
+       .help = "One data centre of the link. Required.", .allowed_doc = "a data centre's name"},
+      {.path = "topology.links.direct[].to",
+       .item_field = [](R r, size_t i) -> F { return &r.topology.direct_links[i].to; },
+       .help = "The other data centre. Required.", .allowed_doc = "another data centre's name"},
+      {.path = "topology.links.direct[].bandwidth",
+       .item_field = [](R r, size_t i) -> F {
+         return BandwidthField{&r.topology.direct_links[i].link.bandwidth_bps};
+       },
+       .help = "Emulated bandwidth of the direct link.", .allowed_doc = "0, or N with bit, kbit, mbit, gbit"},
+      {.path = "topology.links.direct[].latency",
+       .item_field = [](R r, size_t i) -> F {
+         return DurationField{.seconds = &r.topology.direct_links[i].link.latency_s};
+       },
+       .help = "Emulated one-way delay of the direct link.", .allowed_doc = "0, or N with us, ms, s"},
+      {.path = "topology.links.direct[].loss",
+       .item_field = [](R r, size_t i) -> F { return LossField{&r.topology.direct_links[i].link.loss}; },
+       .help = "Emulated packet loss rate of the direct link.", .allowed_doc = "a rate in [0, 1) such as 0.02 or 2%"},
       {.path = "topology.timeouts.rendezvous",
        .field = [](R r) -> F { return DurationField{.millis = &r.topology.options.rendezvous_timeout_ms}; },
        .range = Above(0), .help = "A tier not complete by then fails, naming the nodes that are missing.",

@@ -200,6 +200,7 @@ std::string ListText(const std::vector<T>& v) {
 Recipe Probe() {
   Recipe probe;
   probe.topology.datacentres.resize(1);
+  probe.topology.direct_links.resize(1);
   return probe;
 }
 
@@ -207,6 +208,22 @@ RecipeField FieldOf(const RecipeKey& key, Recipe& recipe, size_t index) {
   if (key.item_field == nullptr) return key.field(recipe);
   GEOMX_CHECK_LT(index, RecipeListSize(RecipeListKeyOf(key), recipe)) << key.path;
   return key.item_field(recipe, index);
+}
+
+// The value of a link field that may say `wan` (nullptr for every other field).
+double* InheritedValue(const RecipeField& f) {
+  if (auto* p = std::get_if<BandwidthField>(&f); p != nullptr && p->inherit) return p->bits_per_second;
+  if (auto* p = std::get_if<DurationField>(&f); p != nullptr && p->inherit) return p->seconds;
+  if (auto* p = std::get_if<LossField>(&f); p != nullptr && p->inherit) return p->rate;
+  return nullptr;
+}
+
+// True (and the field set to kInheritLink) when the field may inherit and `text` is the word `wan`.
+bool InheritsAndSaysSo(const RecipeField& f, std::string_view text) {
+  double* value = InheritedValue(f);
+  if (value == nullptr || Trim(text) != kInheritWord) return false;
+  *value = comm::DataCentre::kInheritLink;
+  return true;
 }
 
 std::string ParseDuration(const RecipeKey& key, std::string_view text, DurationField f) {
@@ -291,11 +308,14 @@ const RecipeKey& RecipeListKeyOf(const RecipeKey& item_key) {
 
 size_t RecipeListSize(const RecipeKey& list_key, const Recipe& recipe) {
   RecipeField f = list_key.field(const_cast<Recipe&>(recipe));  // read only
+  if (auto* links = std::get_if<std::vector<comm::DirectLink>*>(&f)) return (*links)->size();
   return std::get<std::vector<comm::DataCentre>*>(f)->size();
 }
 
 void ResetRecipeList(const RecipeKey& list_key, size_t n, Recipe* recipe) {
-  std::get<std::vector<comm::DataCentre>*>(list_key.field(*recipe))->assign(n, comm::DataCentre{});
+  RecipeField f = list_key.field(*recipe);
+  if (auto* links = std::get_if<std::vector<comm::DirectLink>*>(&f)) return (*links)->assign(n, comm::DirectLink{});
+  std::get<std::vector<comm::DataCentre>*>(f)->assign(n, comm::DataCentre{});
 }
 
 std::string RecipeItemPath(const RecipeKey& item_key, size_t index) {
@@ -322,7 +342,11 @@ RecipeValueKind KindOf(const RecipeKey& key) {
   if (std::holds_alternative<PartitionField>(f)) return RecipeValueKind::kPartition;
   if (std::holds_alternative<BandwidthField>(f)) return RecipeValueKind::kBandwidth;
   if (std::holds_alternative<DurationField>(f)) return RecipeValueKind::kDuration;
-  if (std::holds_alternative<std::vector<comm::DataCentre>*>(f)) return RecipeValueKind::kRecordList;
+  if (std::holds_alternative<LossField>(f)) return RecipeValueKind::kLoss;
+  if (std::holds_alternative<std::vector<comm::DataCentre>*>(f) ||
+      std::holds_alternative<std::vector<comm::DirectLink>*>(f)) {
+    return RecipeValueKind::kRecordList;
+  }
   if (std::holds_alternative<std::vector<int>*>(f) || std::holds_alternative<std::vector<int64_t>*>(f)) {
     return RecipeValueKind::kIntegerList;
   }
@@ -338,8 +362,10 @@ std::string SetRecipeScalar(const RecipeKey& key, std::string_view text, Recipe*
   if (auto* p = std::get_if<uint64_t*>(&f)) return ParseInteger(key, text, *p);
   if (auto* p = std::get_if<float*>(&f)) return ParseFloat(key, text, *p);
   if (auto* p = std::get_if<PartitionField>(&f)) return ParsePartition(Trim(text), *p);
+  if (InheritsAndSaysSo(f, text)) return "";
   if (auto* p = std::get_if<BandwidthField>(&f)) return ParseBandwidth(text, p->bits_per_second);
   if (auto* p = std::get_if<DurationField>(&f)) return ParseDuration(key, text, *p);
+  if (auto* p = std::get_if<LossField>(&f)) return ParseLoss(text, p->rate);
   GEOMX_CHECK(false) << key.path << " is a list key; use ParseRecipeListItem";
   return "";
 }
@@ -383,11 +409,18 @@ std::string RecipeValueText(const RecipeKey& key, const Recipe& recipe, size_t i
   if (auto* p = std::get_if<float*>(&f)) return FloatText(**p);
   if (auto* p = std::get_if<std::vector<int>*>(&f)) return ListText(**p);
   if (auto* p = std::get_if<std::vector<int64_t>*>(&f)) return ListText(**p);
+  if (double* inherited = InheritedValue(f); inherited != nullptr && *inherited == comm::DataCentre::kInheritLink) {
+    return std::string(kInheritWord);
+  }
   if (auto* p = std::get_if<BandwidthField>(&f)) return BandwidthText(*p->bits_per_second);
   if (auto* p = std::get_if<DurationField>(&f)) {
     return p->millis != nullptr ? DurationMillisText(*p->millis) : DurationSecondsText(*p->seconds);
   }
-  if (std::holds_alternative<std::vector<comm::DataCentre>*>(f)) return RecordListText(key, recipe);
+  if (auto* p = std::get_if<LossField>(&f)) return LossText(*p->rate);
+  if (std::holds_alternative<std::vector<comm::DataCentre>*>(f) ||
+      std::holds_alternative<std::vector<comm::DirectLink>*>(f)) {
+    return RecordListText(key, recipe);
+  }
   const PartitionField& part = std::get<PartitionField>(f);
   switch (*part.kind) {
     case data::PartitionKind::kIid:
@@ -418,6 +451,8 @@ std::string RecipeTypeText(const RecipeKey& key) {
       return "bandwidth";
     case RecipeValueKind::kDuration:
       return "duration";
+    case RecipeValueKind::kLoss:
+      return "loss rate";
     case RecipeValueKind::kRecordList:
       return "list of mappings";
   }

@@ -27,21 +27,33 @@ struct PartitionField {
   float* alpha;
 };
 
+// Link fields of a data centre's own uplink may also be the word `wan` (kInheritWord): "as topology.links.wan",
+// stored as comm::DataCentre::kInheritLink.
+inline constexpr std::string_view kInheritWord = "wan";
+
 // A link bandwidth in bits per second, written "50mbit" (cli/recipe_units.h).
 struct BandwidthField {
   double* bits_per_second;
+  bool inherit = false;  // `wan` is allowed
 };
 // A duration, written "25ms" / "2s" (cli/recipe_units.h), stored in exactly one of the two forms.
 struct DurationField {
   int* millis = nullptr;
   double* seconds = nullptr;
+  bool inherit = false;  // `wan` is allowed (seconds only)
+};
+// A packet loss rate in [0, 1), written "2%" or "0.02" (cli/recipe_units.h).
+struct LossField {
+  double* rate;
+  bool inherit = false;  // `wan` is allowed
 };
 
 // Where a key's value lives inside a Recipe (borrowed pointers into the Recipe passed to RecipeKey::field).
-// std::vector<comm::DataCentre>* is a list of mappings: its items' keys are the rows "<path>[].<name>".
+// std::vector<comm::DataCentre>* and std::vector<comm::DirectLink>* are lists of mappings: their items' keys are
+// the rows "<path>[].<name>".
 using RecipeField = std::variant<std::string*, bool*, int*, int64_t*, uint64_t*, float*, std::vector<int>*,
-                                 std::vector<int64_t>*, PartitionField, BandwidthField, DurationField,
-                                 std::vector<comm::DataCentre>*>;
+                                 std::vector<int64_t>*, PartitionField, BandwidthField, DurationField, LossField,
+                                 std::vector<comm::DataCentre>*, std::vector<comm::DirectLink>*>;
 
 // How a key's value is written in YAML.
 enum class RecipeValueKind : uint8_t {
@@ -53,6 +65,7 @@ enum class RecipeValueKind : uint8_t {
   kPartition,
   kBandwidth,
   kDuration,
+  kLoss,
   kRecordList,  // a list of mappings ("topology.datacentres")
 };
 
@@ -123,7 +136,7 @@ std::string SetRecipeList(const RecipeKey& key, const std::vector<int64_t>& item
 // needs it; a list of mappings as [{name: dc-a, ...}, ...]).
 std::string RecipeValueText(const RecipeKey& key, const Recipe& recipe, size_t index = 0);
 // For docs and errors: "integer", "number", "boolean", "string", "list of integers", "bandwidth", "duration",
-// "list of mappings".
+// "loss rate", "list of mappings".
 std::string RecipeTypeText(const RecipeKey& key);
 // For docs and errors: "relu, tanh, sigmoid, gelu", ">= 1", "[0, 1)", or allowed_doc; "" when unconstrained.
 std::string RecipeAllowedText(const RecipeKey& key);

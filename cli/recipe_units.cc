@@ -176,4 +176,20 @@ std::string DurationMillisText(int millis) {
   return millis % 1000 == 0 ? std::to_string(millis / 1000) + "s" : std::to_string(millis) + "ms";
 }
 
+std::string ParseLoss(std::string_view text, double* rate) {
+  text = Trim(text);
+  const std::string kExpected = "expected a loss rate such as 2% or 0.02, got ";
+  double number = 0;
+  std::string unit;
+  if (!SplitNumber(text, &number, &unit) || !(unit.empty() || unit == "%")) return kExpected + Quoted(text);
+  const double value = unit == "%" ? number / 100 : number;
+  if (!(value >= 0 && value < 1)) {
+    return "a loss rate must be at least 0 and below 1 (100%), got " + Quoted(text);
+  }
+  *rate = value;
+  return "";
+}
+
+std::string LossText(double rate) { return Shortest(rate); }
+
 }  // namespace geomx::cli

@@ -9,6 +9,8 @@
 //
 // Durations take a unit: `us`, `ms`, `s`, `min`, `h` (`1.5s` is fine); `0` needs none.
 //
+// Loss rates are a fraction in [0, 1) or a percentage below 100: `0.02` = `2%`.
+//
 // Pure functions; thread-safe.
 #pragma once
 
@@ -36,5 +38,10 @@ std::string ParseDurationMillis(std::string_view text, int* millis);
 std::string DurationSecondsText(double seconds);
 // 2000 -> "2s", 1500 -> "1500ms", 0 -> "0".
 std::string DurationMillisText(int millis);
+
+// "2%" -> 0.02, "0.02" -> 0.02. Rates outside [0, 1) are errors.
+std::string ParseLoss(std::string_view text, double* rate);
+// 0.02 -> "0.02" (the shortest decimal that reads back exactly).
+std::string LossText(double rate);
 
 }  // namespace geomx::cli

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <map>
 #include <mutex>
@@ -130,10 +131,13 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
   }
   comm::TrafficCounters traffic;
   ClusterEnv env;
-  const comm::ShapedVanOptions shaping{recipe.topology.options.wan, recipe.topology.options.lan};
-  env.make_van = [&context, &traffic, shaping, van_options](const std::string&) -> std::unique_ptr<comm::Van> {
-    return std::make_unique<comm::ShapedVan>(std::make_unique<comm::ZmqVan>(&context, van_options), shaping,
-                                             &traffic);
+  const comm::NetworkShape network = recipe.topology.Network();
+  const uint64_t seed = recipe.seed;
+  env.make_van = [&context, &traffic, network, seed, van_options](const std::string& node) {
+    comm::ShapedVanOptions shaping{.network = network, .self_party = comm::PartyOfNode(node),
+                                   .seed = seed ^ std::hash<std::string>()(node)};
+    return std::unique_ptr<comm::Van>(std::make_unique<comm::ShapedVan>(
+        std::make_unique<comm::ZmqVan>(&context, van_options), std::move(shaping), &traffic));
   };
   env.scheduler_endpoint = [](const std::string&, const std::string& host, int port) {
     return "tcp://" + NumericHost(host) + ":" + std::to_string(port);

@@ -6,10 +6,12 @@
 
 namespace geomx::comm {
 
-// One link class's emulated characteristics (in-process WAN emulation). 0 = unlimited / no delay.
+// One link's emulated characteristics (in-process WAN emulation, comm/shaped_van.h; `geomx bench --netns`).
+// 0 = unlimited / no delay / no loss.
 struct LinkOptions {
   double bandwidth_bps = 0;  // bits per second
   double latency_s = 0;      // one-way propagation delay
+  double loss = 0;           // packet loss rate, in [0, 1)
 };
 
 struct CommOptions {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -14,9 +15,24 @@ namespace {
 
 size_t WireSize(const Message& msg) { return EncodedMetaSize(msg.meta) + msg.data_bytes(); }
 
-bool IsShaped(const LinkOptions& link) { return link.bandwidth_bps > 0 || link.latency_s > 0; }
+bool IsShaped(const LinkOptions& link) { return link.bandwidth_bps > 0 || link.latency_s > 0 || link.loss > 0; }
+
+bool Valid(const LinkOptions& link) {
+  return link.bandwidth_bps >= 0 && link.latency_s >= 0 && link.loss >= 0 && link.loss < 1;
+}
+
+constexpr double kSegmentBytes = 1448;  // TCP payload per segment on a 1500-byte MTU with timestamps
+constexpr double kMinRto = 0.2;         // Linux's minimum retransmission timeout
+constexpr size_t kTailSegments = 3;     // segments not followed by three others: no fast retransmit
 
 }  // namespace
+
+double RetransmissionTimeout(double latency_s) { return 2 * latency_s + kMinRto; }
+
+double LossLimitedRate(const LinkOptions& link) {
+  if (link.loss <= 0 || link.latency_s <= 0) return 0;
+  return kSegmentBytes * 8 / (2 * link.latency_s) * std::sqrt(1.5 / link.loss);
+}
 
 double SteadyShaperClock::Now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -36,15 +52,38 @@ ShapedVan::ShapedVan(std::unique_ptr<Van> inner, ShapedVanOptions options, Traff
       counters_(counters),
       clock_(clock != nullptr ? clock : &steady_clock_) {
   GEOMX_CHECK(inner_ != nullptr);
-  GEOMX_CHECK(options_.wan.bandwidth_bps >= 0 && options_.wan.latency_s >= 0) << "negative WAN link options";
-  GEOMX_CHECK(options_.lan.bandwidth_bps >= 0 && options_.lan.latency_s >= 0) << "negative LAN link options";
+  GEOMX_CHECK(Valid(options_.network.wan) && Valid(options_.network.lan)) << "invalid link options";
+  for (const auto& [dc, link] : options_.network.uplinks) GEOMX_CHECK(Valid(link)) << "invalid uplink of " << dc;
+  for (const auto& [pair, link] : options_.network.direct) GEOMX_CHECK(Valid(link)) << "invalid direct link";
   sender_ = std::thread([this] { SenderLoop(); });
 }
 
 ShapedVan::~ShapedVan() { Stop(); }
 
-const LinkOptions& ShapedVan::LinkFor(LinkClass link) const {
-  return link == LinkClass::kWan ? options_.wan : options_.lan;
+LinkOptions ShapedVan::LinkFor(LinkClass link, const std::string& peer_name) const {
+  if (link == LinkClass::kLan) return options_.network.lan;
+  const std::string peer = PartyOfNode(peer_name);
+  if (peer.empty() || peer == options_.self_party) return options_.network.wan;
+  return options_.network.Between(options_.self_party, peer);
+}
+
+double ShapedVan::TailLossWait(size_t bytes, Peer* peer) {
+  const LinkOptions& o = peer->options;
+  if (o.loss <= 0) return 0;
+  const size_t segments = std::max<size_t>(1, static_cast<size_t>(std::ceil(static_cast<double>(bytes) /
+                                                                             kSegmentBytes)));
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  double wait = 0;
+  for (size_t s = 0; s < std::min(segments, kTailSegments); ++s) {
+    double rto = RetransmissionTimeout(o.latency_s);
+    while (uniform(peer->draws) < o.loss) {
+      wait += rto;
+      rto *= 2;
+      peer->accounting.timeouts += 1;
+    }
+  }
+  peer->accounting.timeout_seconds += wait;
+  return wait;
 }
 
 Result<std::string> ShapedVan::Bind(const std::string& address) { return inner_->Bind(address); }
@@ -52,7 +91,10 @@ Result<std::string> ShapedVan::Bind(const std::string& address) { return inner_-
 Status ShapedVan::Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) {
   GEOMX_RETURN_IF_ERROR(inner_->Connect(node_id, endpoint, link, peer_name));
   std::lock_guard<std::mutex> lock(mu_);
-  peers_[node_id].link = link;
+  Peer& peer = peers_[node_id];
+  peer.link = link;
+  peer.options = LinkFor(link, peer_name);
+  peer.draws.seed(options_.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(node_id + 1)));
   return Status::Ok();
 }
 
@@ -68,14 +110,16 @@ Result<size_t> ShapedVan::Send(int node_id, const Message& msg) {
     }
     Peer& peer = it->second;
     link = peer.link;
-    const LinkOptions& options = LinkFor(link);
+    const LinkOptions& options = peer.options;
     PeerAccounting& acc = peer.accounting;
     const double now = clock_->Now();
     if (IsShaped(options) || !peer.queue.empty() || peer.delivering) {
       // Not shaped only when nothing of this peer is still queued: otherwise it would overtake (FIFO per peer).
-      const double transmit = options.bandwidth_bps > 0 ? static_cast<double>(bytes) * 8.0 / options.bandwidth_bps
-                                                        : 0.0;
-      acc.link_free_at = std::max(now, acc.link_free_at) + transmit;
+      double rate = options.bandwidth_bps;
+      const double loss_rate = LossLimitedRate(options);
+      if (loss_rate > 0 && (rate == 0 || loss_rate < rate)) rate = loss_rate;
+      const double transmit = rate > 0 ? static_cast<double>(bytes) * 8.0 / rate : 0.0;
+      acc.link_free_at = std::max(now, acc.link_free_at) + transmit + TailLossWait(bytes, &peer);
       const double due = std::max(acc.link_free_at + options.latency_s, acc.last_due);
       acc.last_due = due;
       acc.transmit_seconds += transmit;

@@ -1,14 +1,25 @@
 // ShapedVan: a Van decorator that emulates a geo-distributed network inside one host and counts traffic.
 //
-// Shaping happens on the send path, per destination peer, with the LinkOptions of the peer's link class (WAN or
-// LAN, given by Connect):
+// Shaping happens on the send path, per destination peer, with the LinkOptions of the link to that peer: a
+// LinkClass::kLan peer (given by Connect) gets network.lan; a kWan peer gets network.Between(this van's party, the
+// peer's party, read from its node name "party/role"), so each data centre's uplink can differ
+// (comm/network_shape.h).
 //   * bandwidth: each peer has its own link, modelled as a token bucket of depth zero: a message of B bytes
-//     (header + data) occupies the link for B * 8 / bandwidth_bps seconds after every earlier message to that
-//     peer has left it;
-//   * latency: the message is then delivered latency_s later (a delay queue).
+//     (header + data) occupies the link for B * 8 / rate seconds after every earlier message to that peer has
+//     left it;
+//   * latency: the message is then delivered latency_s later (a delay queue);
+//   * loss (the transport is TCP: nothing is lost, losses cost time):
+//       - rate: a lossy link carries at most the steady-state TCP throughput of Mathis et al. (1997),
+//         MSS * 8 / RTT * sqrt(3 / (2 * loss)) bits/s (MSS 1448 bytes, RTT = 2 * latency), when that is below its
+//         bandwidth: the losses fast retransmit repairs cost throughput, not waits;
+//       - tail losses: each of the message's last three segments (all of them for a shorter message: no later
+//         segments to trigger fast retransmit) is lost with probability `loss` per transmission and then sent
+//         again after a retransmission timeout, RTT + 200 ms (Linux's minimum), doubled for every further loss of
+//         the same segment. The waits hold up the link: TCP delivers in order, later messages to the peer wait.
+//     Draws come from a generator seeded with ShapedVanOptions::seed and the peer's node id: runs repeat.
 // A sender thread hands each message to the inner Van at its due time, in FIFO order per peer (due times to one
-// peer never decrease). A link with bandwidth 0 and latency 0 is not shaped: Send passes the message straight to
-// the inner Van in the caller's thread (and still counts it).
+// peer never decrease). A link with bandwidth 0, latency 0 and loss 0 is not shaped: Send passes the message
+// straight to the inner Van in the caller's thread (and still counts it).
 //
 // Traffic: every message accepted by Send is counted as Sent on its link class, with its full wire size, when it
 // is accepted (a message that later fails to be delivered is logged and counted in delivery_failures()); every
@@ -26,10 +37,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 
 #include "comm/comm_options.h"
+#include "comm/network_shape.h"
 #include "comm/van.h"
 
 namespace geomx::comm {
@@ -52,15 +65,23 @@ class SteadyShaperClock : public ShaperClock {
 };
 
 struct ShapedVanOptions {
-  LinkOptions wan;  // links to peers of another party
-  LinkOptions lan;  // links inside a party
+  NetworkShape network;    // the links: network.lan inside the party, network.Between(...) to other parties
+  std::string self_party;  // this van's party ("": every kWan peer gets network.wan)
+  uint64_t seed = 0;       // loss draws
 };
+
+// The retransmission timeout of the loss model for a link with this one-way latency: RTT + 200 ms.
+double RetransmissionTimeout(double latency_s);
+// The loss model's rate limit (Mathis et al.), in bits/s; 0 = none (no loss, or no latency).
+double LossLimitedRate(const LinkOptions& link);
 
 // What the shaper has accounted for one destination peer (all times on the ShaperClock).
 struct PeerAccounting {
   uint64_t messages = 0;
   uint64_t bytes = 0;               // wire bytes (header + data)
-  double transmit_seconds = 0;      // sum of the messages' serialisation times (bytes * 8 / bandwidth)
+  double transmit_seconds = 0;      // sum of the messages' serialisation times (bytes * 8 / rate)
+  uint64_t timeouts = 0;            // retransmission timeouts of tail losses (loss > 0)
+  double timeout_seconds = 0;       // the time they held the link
   double link_free_at = 0;          // when the emulated link finishes sending the last accepted message
   double last_due = 0;              // when the last accepted message is (or was) handed to the inner Van
 };
@@ -76,8 +97,8 @@ class ShapedVan : public Van {
   ShapedVan& operator=(const ShapedVan&) = delete;
 
   Result<std::string> Bind(const std::string& address) override;
-  // Remembers `link` for shaping and for classifying messages received from `node_id`; `peer_name` goes to the
-  // inner Van.
+  // Remembers `link` (and the party in `peer_name`) for shaping and for classifying messages received from
+  // `node_id`; `peer_name` goes to the inner Van too.
   Status Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) override;
   // Unshaped links: the inner Van's result. Shaped links: queues the message and returns its wire size at once;
   // kNotFound for a node never connected, kCancelled after Stop().
@@ -101,11 +122,15 @@ class ShapedVan : public Van {
   };
   struct Peer {
     LinkClass link = LinkClass::kLan;
+    LinkOptions options;        // the link's characteristics (set by Connect)
+    std::mt19937_64 draws;      // loss draws, seeded by Connect
     PeerAccounting accounting;
     std::deque<Pending> queue;  // due times never decrease
     bool delivering = false;    // the sender thread is handing this peer's queue head to the inner Van
   };
-  const LinkOptions& LinkFor(LinkClass link) const;
+  LinkOptions LinkFor(LinkClass link, const std::string& peer_name) const;
+  // The seconds of retransmission timeouts a message of `bytes` waits for on `peer`'s lossy link.
+  double TailLossWait(size_t bytes, Peer* peer);
   void SenderLoop();
 
   std::unique_ptr<Van> inner_;

@@ -18,12 +18,18 @@ bool IsValidName(const std::string& name) {
   return true;
 }
 
-void CheckLink(const LinkOptions& link, const std::string& path, std::vector<std::string>* errors) {
-  if (!(link.bandwidth_bps >= 0)) {
+// `inherit`: a field may also be DataCentre::kInheritLink.
+void CheckLink(const LinkOptions& link, const std::string& path, std::vector<std::string>* errors,
+               bool inherit = false) {
+  auto given = [inherit](double v) { return !(inherit && v == DataCentre::kInheritLink); };
+  if (given(link.bandwidth_bps) && !(link.bandwidth_bps >= 0)) {
     errors->push_back(path + ".bandwidth_bps: must be >= 0 (0 = unlimited), got " + std::to_string(link.bandwidth_bps));
   }
-  if (!(link.latency_s >= 0)) {
+  if (given(link.latency_s) && !(link.latency_s >= 0)) {
     errors->push_back(path + ".latency_s: must be >= 0, got " + std::to_string(link.latency_s));
+  }
+  if (given(link.loss) && !(link.loss >= 0 && link.loss < 1)) {
+    errors->push_back(path + ".loss: must be in [0, 1), got " + std::to_string(link.loss));
   }
 }
 
@@ -49,6 +55,20 @@ void CheckOptions(const CommOptions& o, std::vector<std::string>* errors) {
 }
 
 }  // namespace
+
+NetworkShape Topology::Network() const {
+  NetworkShape n;
+  n.lan = options.lan;
+  n.wan = options.wan;
+  auto pick = [](double own, double job) { return own == DataCentre::kInheritLink ? job : own; };
+  for (const DataCentre& dc : datacentres) {
+    n.uplinks[dc.name] = LinkOptions{.bandwidth_bps = pick(dc.uplink.bandwidth_bps, options.wan.bandwidth_bps),
+                                     .latency_s = pick(dc.uplink.latency_s, options.wan.latency_s),
+                                     .loss = pick(dc.uplink.loss, options.wan.loss)};
+  }
+  for (const DirectLink& d : direct_links) n.direct[NetworkShape::Pair(d.from, d.to)] = d.link;
+  return n;
+}
 
 Status Topology::Validate() const {
   std::vector<std::string> errors;
@@ -89,6 +109,20 @@ Status Topology::Validate() const {
     if (dc.workers < 1) errors.push_back(path + ".workers: must be >= 1, got " + std::to_string(dc.workers));
     if (dc.servers < 1) errors.push_back(path + ".servers: must be >= 1, got " + std::to_string(dc.servers));
     claim_port(dc.host, dc.scheduler_port, path + ".scheduler_port");
+    CheckLink(dc.uplink, path + ".uplink", &errors, /*inherit=*/true);
+  }
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (size_t i = 0; i < direct_links.size(); ++i) {
+    const DirectLink& d = direct_links[i];
+    const std::string path = "topology.links.direct[" + std::to_string(i) + "]";
+    for (const auto& [end, name] : {std::pair{".from", &d.from}, std::pair{".to", &d.to}}) {
+      if (!names.count(*name)) errors.push_back(path + end + ": '" + *name + "' is not a data centre of the topology");
+    }
+    if (d.from == d.to) errors.push_back(path + ": a direct link joins two different data centres");
+    if (!pairs.insert(NetworkShape::Pair(d.from, d.to)).second) {
+      errors.push_back(path + ": a second link between " + d.from + " and " + d.to);
+    }
+    CheckLink(d.link, path, &errors);
   }
   CheckOptions(options, &errors);
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/comm_options.h"
+#include "comm/network_shape.h"
 #include "engine/base/status.h"
 
 namespace geomx::comm {
@@ -26,6 +27,17 @@ struct DataCentre {
   // Heterogeneity emulation: every worker of this data centre takes this many times as long per training step
   // (it sleeps (slowdown - 1) x its measured step time). 1 = as fast as the machine allows.
   float slowdown = 1.0f;
+  // The data centre's own link to the central party (uneven WANs); a field equal to kInheritLink (the default)
+  // takes the value of the job's WAN link (CommOptions::wan).
+  static constexpr double kInheritLink = -1;
+  LinkOptions uplink{.bandwidth_bps = kInheritLink, .latency_s = kInheritLink, .loss = kInheritLink};
+};
+
+// A direct link between two data centres (both directions), instead of the path through the central party.
+struct DirectLink {
+  std::string from;  // a data centre
+  std::string to;    // another data centre
+  LinkOptions link;
 };
 
 struct Topology {
@@ -34,6 +46,7 @@ struct Topology {
   int global_scheduler_port = 0;
   int state_server_port = 0;    // ESync's state server (sync.mode esync), on central_host; 0 = picked at start
   std::vector<DataCentre> datacentres;  // >= 1
+  std::vector<DirectLink> direct_links;  // at most one per pair of data centres
   CommOptions options;
   // What a data centre does when one of its workers dies or fails: "stop" the whole job, "continue" without it
   // (CommOptions::continue_without_lost_workers of the data centres' tiers; sync modes that can: fsa), or "wait"
@@ -54,6 +67,9 @@ struct Topology {
     for (const auto& d : datacentres) n += d.workers;
     return n;
   }
+  // The emulated network (comm/network_shape.h): options.lan, options.wan, each data centre's uplink with its
+  // inherited fields filled in from options.wan, and the direct links.
+  NetworkShape Network() const;
   // kInvalidArgument naming the field for: no data centre, zero workers/servers, duplicate names, bad names,
   // port clashes on one host.
   Status Validate() const;

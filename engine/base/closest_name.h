@@ -11,6 +11,9 @@ namespace geomx {
 
 // Optimal string alignment distance (Levenshtein plus adjacent transpositions), case-insensitive.
 size_t EditDistance(std::string_view a, std::string_view b);
+// min(EditDistance(a, b), bound + 1), in O((|a| + |b|) * bound) time: only the diagonal band of the table within
+// `bound` of the main diagonal can hold a distance <= bound.
+size_t EditDistanceAtMost(std::string_view a, std::string_view b, size_t bound);
 
 // The candidate closest to `word` by EditDistance, if close enough to be a plausible typo (1 edit for words of up to
 // 3 letters, 2 up to 6, else 3); "" otherwise.

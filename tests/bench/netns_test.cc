@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <utility>
 
 #include "bench/netns.h"
 #include "cli/recipe.h"
+#include "tests/testutil.h"
 
 namespace geomx::bench {
 namespace {
@@ -97,6 +101,36 @@ TEST(Netns, LatencyStartsADelayLinePerLinkAndTeardownStopsThem) {
   EXPECT_EQ(Count(log, "ip netns del"), 3u);
 }
 
+// GEO-3-HET-like: dc-c has its own slow, far uplink, dc-b a lossy one (veth cannot drop packets: a delay line
+// with no delay), and dc-b and dc-c share a direct link with host routes to each other's party address.
+TEST(Netns, UnevenLossyUplinksAndADirectLink) {
+  auto r = ParseRecipe(
+      "name: g\ndata: {name: synthetic}\ntopology:\n  central: {host: 127.0.0.1}\n  datacentres:\n"
+      "    - {name: dc-a, workers: 1}\n    - {name: dc-b, workers: 1, loss: 2%, latency: 0}\n"
+      "    - {name: dc-c, workers: 1, bandwidth: 10mbit, latency: 80ms}\n"
+      "  links:\n    wan: {bandwidth: 50mbit, latency: 25ms}\n"
+      "    direct: [{from: dc-b, to: dc-c, bandwidth: 1gbit}]\n",
+      "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Log log;
+  NetnsShaper s(std::make_unique<FakeRunner>(&log, ""), "gt5");
+  ASSERT_TRUE(s.Setup(*r, "/usr/bin/python3", "/proc/self/exe").ok());
+  EXPECT_EQ(log.spawned.size(), 3u);  // the three uplinks; the direct link has neither latency nor loss: veth
+  EXPECT_EQ(Count(log, "/proc/self/exe gt5c0 gt5d0 0.025000 0.000000"), 1u);
+  EXPECT_EQ(Count(log, "/proc/self/exe gt5c1 gt5d1 0.000000 0.020000"), 1u);
+  EXPECT_EQ(Count(log, "/proc/self/exe gt5c2 gt5d2 0.080000 0.000000"), 1u);
+  EXPECT_EQ(Count(log, "ip link add gt5x0 type veth peer name gt5y0"), 1u);
+  EXPECT_EQ(Count(log, "tbf rate 50mbit"), 4u);  // both ends of dc-a's and dc-b's uplinks
+  EXPECT_EQ(Count(log, "tbf rate 10mbit"), 2u);
+  EXPECT_EQ(Count(log, "tbf rate 1gbit"), 2u);
+  EXPECT_EQ(Count(log, "ip -n gt5-d1 route add 10.203.3.2/32 via 10.204.1.2"), 1u);
+  EXPECT_EQ(Count(log, "ip -n gt5-d2 route add 10.203.2.2/32 via 10.204.1.1"), 1u);
+  EXPECT_EQ(s.WanBytes(), 8000u);  // tx + rx of four links
+  ASSERT_TRUE(s.Teardown().ok());
+  EXPECT_EQ(log.killed.size(), 3u);
+  EXPECT_EQ(Count(log, "ip link del gt5x0"), 1u);
+}
+
 TEST(Netns, FailureHalfWayLeavesNothingBehindAfterTeardown) {
   Log log;
   NetnsShaper s(std::make_unique<FakeRunner>(&log, "ip netns add gt3-d1"), "gt3");
@@ -107,6 +141,66 @@ TEST(Netns, FailureHalfWayLeavesNothingBehindAfterTeardown) {
   EXPECT_EQ(Count(log, "ip netns del gt3-d0"), 1u);
   EXPECT_EQ(Count(log, "ip link del gt3c0"), 1u);
   EXPECT_EQ(Count(log, "ip netns del gt3-d1"), 0u);  // never created
+}
+
+// The real thing (root, /dev/net/tun, ip, python3; skipped otherwise): UDP echoes between the namespaces Setup
+// creates see each link's loss and delay, and data centres joined by a direct link reach each other over it.
+//   central -- dc-a: 20% loss each way, no delay   -> about 0.8 * 0.8 = 64% of the echoes come back, quickly
+//   central -- dc-b: 40 ms one way, lossless        -> all come back after >= 80 ms
+//   dc-a -- dc-b: direct, 5 ms one way, lossless    -> all come back after ~10 ms (not 80 ms via the central party)
+TEST(NetnsReal, LossDelayAndDirectLinksAsConfigured) {
+  if (geteuid() != 0 || !NetnsShaper::CheckCanRun().ok() || !std::filesystem::exists("/dev/net/tun") ||
+      !std::filesystem::exists("/usr/bin/python3")) {
+    GTEST_SKIP() << "needs root, ip, tc, /dev/net/tun and python3";
+  }
+  auto r = ParseRecipe(
+      "name: g\ndata: {name: synthetic}\ntopology:\n  central: {host: 127.0.0.1}\n  datacentres:\n"
+      "    - {name: dc-a, workers: 1, loss: 20%}\n    - {name: dc-b, workers: 1, latency: 40ms}\n"
+      "  links:\n    wan: {bandwidth: 0, latency: 0}\n    direct: [{from: dc-a, to: dc-b, latency: 5ms}]\n",
+      "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  NetnsShaper s(SystemCommandRunner(), "gmx" + std::to_string(getpid()));
+  const Status setup = s.Setup(*r, "/usr/bin/python3", (testing::SourceDir() / "bench/peers/delay_line.py").string());
+  ASSERT_TRUE(setup.ok()) << setup.ToString();
+  auto runner = SystemCommandRunner();
+  const auto& p = s.parties();
+  // An echo server in `to`'s namespace; `count` probes from `from`'s; prints "<replies> <median rtt ms>".
+  auto probe = [&](const std::string& from, const std::string& to, int count) -> std::pair<int, double> {
+    Result<pid_t> server = runner->Spawn(
+        {"ip", "netns", "exec", p.at(to).ns, "/usr/bin/python3", "-c",
+         "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.bind(('" + p.at(to).ip +
+             "',9999))\nprint('ready',flush=True)\nwhile True:\n d,a=s.recvfrom(64)\n s.sendto(d,a)\n"},
+        "ready");
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    if (!server.ok()) return {-1, 0};
+    Result<std::string> out = runner->Run(
+        {"ip", "netns", "exec", p.at(from).ns, "/usr/bin/python3", "-c",
+         "import socket,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.settimeout(0.15)\nok=0\n"
+         "rtts=[]\nfor i in range(" + std::to_string(count) + "):\n t=time.monotonic()\n"
+         " s.sendto(str(i).encode(),('" + p.at(to).ip + "',9999))\n try:\n"
+         "  while s.recvfrom(64)[0]!=str(i).encode(): pass\n  ok+=1\n  rtts.append(time.monotonic()-t)\n"
+         " except socket.timeout: pass\nrtts.sort()\nprint(ok, 1000*rtts[len(rtts)//2] if rtts else 0)\n"});
+    runner->Kill(*server);
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    if (!out.ok()) return {-1, 0};
+    std::pair<int, double> result;
+    std::sscanf(out->c_str(), "%d %lf", &result.first, &result.second);
+    return result;
+  };
+  const auto [lossy, lossy_rtt] = probe("central", "dc-a", 150);
+  EXPECT_GE(lossy, 70);   // 96 expected; 0.64 +- 4 standard deviations
+  EXPECT_LE(lossy, 120);
+  EXPECT_LT(lossy_rtt, 40);
+  const auto [far, far_rtt] = probe("central", "dc-b", 20);
+  EXPECT_EQ(far, 20);
+  EXPECT_GE(far_rtt, 78);
+  const auto [direct, direct_rtt] = probe("dc-a", "dc-b", 20);
+  EXPECT_EQ(direct, 20);
+  EXPECT_GE(direct_rtt, 9);
+  EXPECT_LT(direct_rtt, 60);  // not through the central party (80 ms and 20% loss)
+  std::printf("echoes: central-dc-a %d/150 (median %.1f ms), central-dc-b %d/20 (%.1f ms), dc-a-dc-b %d/20 (%.1f ms)\n",
+              lossy, lossy_rtt, far, far_rtt, direct, direct_rtt);
+  EXPECT_TRUE(s.Teardown().ok());
 }
 
 TEST(Netns, RefusesWithoutRoot) {

@@ -114,11 +114,17 @@ topology:
       servers: 2
       scheduler_port: 9001
       slowdown: 2
-    - {name: west, host: 10.0.2.1, workers: 3, servers: 3, scheduler_port: 9002, slowdown: 4.5}
+      bandwidth: 0
+      latency: 0
+      loss: 0
+    - {name: west, host: 10.0.2.1, workers: 3, servers: 3, scheduler_port: 9002, slowdown: 4.5, bandwidth: 10mbit,
+       latency: 80ms, loss: 2%}
   split_bytes: 4096
   links:
-    wan: {bandwidth: 50mbit, latency: 25ms}
-    lan: {bandwidth: 10gbit, latency: 100us}
+    wan: {bandwidth: 50mbit, latency: 25ms, loss: 0.5%}
+    lan: {bandwidth: 10gbit, latency: 100us, loss: 0.0001}
+    direct:
+      - {from: west, to: east, bandwidth: 1gbit, latency: 2ms, loss: 0.1%}
   timeouts:
     rendezvous: 90s
     request: 5min
@@ -137,6 +143,7 @@ constexpr char kTopologyBase[] = "topology:\n  datacentres:\n    - {name: dc-a}\
 Recipe DefaultsWithItems() {
   Recipe r;
   r.topology.datacentres.resize(1);
+  r.topology.direct_links.resize(1);
   return r;
 }
 
@@ -334,7 +341,9 @@ TEST(RecipeTest, FullRecipeSetsEverySchemaKey) {
   Recipe defaults = DefaultsWithItems();
   for (const RecipeKey& key : RecipeKeys()) {
     if (NotInFullRecipe(key.path)) continue;
-    for (size_t i = 0; i < (IsRecipeItemKey(key) ? 2u : 1u); ++i) {
+    const size_t items = IsRecipeItemKey(key) ? RecipeListSize(RecipeListKeyOf(key), full) : 1u;
+    EXPECT_GE(items, 1u) << key.path;
+    for (size_t i = 0; i < items; ++i) {
       EXPECT_NE(RecipeValueText(key, full, i), RecipeValueText(key, defaults, 0)) << key.path << " item " << i;
     }
   }
@@ -347,7 +356,12 @@ TEST(RecipeTest, EachKeySetsOnlyItsOwnField) {
   for (const RecipeKey& key : RecipeKeys()) {
     const bool needs_topology = IsTopologyPath(key.path) || key.path.substr(0, 5) == "sync." ||
                                 key.path.substr(0, 13) == "accelerators.";
-    const std::string base_yaml = needs_topology ? kTopologyBase : "name: run\n";
+    std::string base_yaml = needs_topology ? kTopologyBase : "name: run\n";
+    // Direct links need data centres (those of kFullRecipe's link and two others), and one link to set keys of.
+    if (key.path.substr(0, 21) == "topology.links.direct") {
+      base_yaml = "topology:\n  datacentres: [{name: east}, {name: west}, {name: north}, {name: south}]\n"
+                  "  links: {direct: [{from: north, to: south}]}\n";
+    }
     Recipe base = MustParse(base_yaml);
     const std::string path = IsRecipeItemKey(key) ? RecipeItemPath(key, 0) : std::string(key.path);
     std::vector<std::string> flags = {path + "=" + RecipeValueText(key, full)};
@@ -718,7 +732,11 @@ TEST(RecipeSchemaTest, TableIsWellFormed) {
             (std::vector<std::string>{"central", "datacentres", "split_bytes", "links", "timeouts", "failure_policy",
                                       "worker_restarts", "snapshot_every", "max_restarts"}));
   EXPECT_EQ(RecipeSectionChildren("topology.datacentres[]"),
-            (std::vector<std::string>{"name", "host", "workers", "servers", "scheduler_port", "slowdown"}));
+            (std::vector<std::string>{"name", "host", "workers", "servers", "scheduler_port", "slowdown", "bandwidth",
+                                      "latency", "loss"}));
+  EXPECT_EQ(RecipeSectionChildren("topology.links"), (std::vector<std::string>{"wan", "lan", "direct"}));
+  EXPECT_EQ(RecipeSectionChildren("topology.links.direct[]"),
+            (std::vector<std::string>{"from", "to", "bandwidth", "latency", "loss"}));
 }
 
 }  // namespace

@@ -58,7 +58,9 @@ TEST(TopologyTest, ResolvedYamlPrintsTheDataCentresAsABlockList) {
   EXPECT_NE(yaml.find("topology:\n  central:\n    host: 127.0.0.1\n    global_servers: 1\n    scheduler_port: 0\n"
                       "    state_server_port: 0\n"
                       "  datacentres:\n    - name: dc-a\n      host: 127.0.0.1\n      workers: 2\n      servers: 1\n"
-                      "      scheduler_port: 0\n      slowdown: 1\n    - name: dc-b\n"),
+                      "      scheduler_port: 0\n      slowdown: 1\n      bandwidth: wan\n      latency: wan\n"
+                      "      loss: wan\n"
+                      "    - name: dc-b\n"),
             std::string::npos)
       << yaml;
   EXPECT_NE(yaml.find("  links:\n    wan:\n      bandwidth: 50mbit\n      latency: 25ms\n"), std::string::npos) << yaml;
@@ -173,9 +175,14 @@ TEST(TopologyTest, UnknownKeysAndShapes) {
   EXPECT_EQ(ErrorLines("topology:\n  datacentres: {name: a}\n"),
             Lines{"r.yaml:2:16: topology.datacentres: expected a list of mappings, e.g. [{name: dc-a, workers: 2}, "
                   "{name: dc-b, workers: 2}], got a mapping"});
+  EXPECT_EQ(ErrorLines("topology:\n  datacentres: [{name: a}]\n  links: {direct: {from: a}}\n"),
+            Lines{"r.yaml:3:19: topology.links.direct: expected a list of mappings, e.g. [{from: dc-a, to: dc-b, "
+                  "latency: 2ms}], got a mapping"});
+  EXPECT_EQ(ErrorLines("topology:\n  datacentres: [{name: a, loss: lots}]\n"),
+            Lines{"r.yaml:2:33: topology.datacentres[0].loss: expected a loss rate such as 2% or 0.02, got 'lots'"});
   EXPECT_EQ(ErrorLines("topology:\n  datacentres: [dc-a]\n"),
             Lines{"r.yaml:2:17: topology.datacentres[0]: expected a mapping of keys (name, host, workers, servers, "
-                  "scheduler_port, slowdown), got 'dc-a'"});
+                  "scheduler_port, slowdown, bandwidth, latency, loss), got 'dc-a'"});
   EXPECT_EQ(ErrorLines("topology:\n  datacentres:\n    - {name: a, name: b}\n"),
             Lines{"r.yaml:3:17: topology.datacentres[0].name: duplicate key (first given at line 3)"});
   EXPECT_EQ(ErrorLines("topology:\n  central: {port: 9000}\n  datacentres: [{name: a}]\n"),
@@ -202,7 +209,7 @@ TEST(TopologyTest, SetItemsOfTheDataCentreList) {
                            "topology.datacentres[0].workers=many"}),
       Lines({"--set topology.datacentres[2].workers=3: topology.datacentres[2]: no such item: topology.datacentres has "
              "2 items (indices 0..1); to add one, set the whole list: --set 'topology.datacentres=[{name: dc-a, "
-             "workers: 2}, ...]'",
+             "workers: 2}, {name: dc-b, workers: 2}]'",
              "--set topology.datacentres[x].workers=3: malformed index in 'topology.datacentres[x].workers'; expected "
              "e.g. topology.datacentres[1].workers=4",
              "--set topology.datacentres[0].wrkers=3: unknown key 'topology.datacentres[0].wrkers' (did you mean "

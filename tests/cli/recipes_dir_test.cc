@@ -194,16 +194,35 @@ TEST(RecipesDocsTest, YamlExamplesAreValid) {
 }
 
 // The recipe of the worked example in docs/deployment.md is valid (and has the three hosts it describes).
-TEST(RecipesDocsTest, DeploymentExampleIsValid) {
+// The first YAML block after `heading` in docs/deployment.md.
+std::string DeploymentYaml(const std::string& heading) {
   std::string docs = testing::ReadFile(testing::SourceDir() / "docs" / "deployment.md");
-  size_t at = docs.find("```yaml\n");
-  ASSERT_NE(at, std::string::npos);
+  size_t at = docs.find("```yaml\n", docs.find(heading));
+  EXPECT_NE(docs.find(heading), std::string::npos) << heading;
+  if (at == std::string::npos) return "";
   size_t stop = docs.find("```", at + 8);
-  Result<Recipe> r = ParseRecipe(docs.substr(at + 8, stop - at - 8), "docs/deployment.md example");
+  return docs.substr(at + 8, stop - at - 8);
+}
+
+TEST(RecipesDocsTest, DeploymentExampleIsValid) {
+  Result<Recipe> r = ParseRecipe(DeploymentYaml("### Worked example: three hosts"), "docs/deployment.md example");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->topology.datacentres.size(), 2u);
   EXPECT_EQ(r->topology.central_host, "10.0.0.1");
   EXPECT_EQ(r->topology.datacentres[1].host, "10.0.2.1");
+}
+
+// The uneven-WAN example says what the text around it explains.
+TEST(RecipesDocsTest, UnevenWanExampleIsValid) {
+  Result<Recipe> r = ParseRecipe(DeploymentYaml("### Uneven and lossy WANs"), "docs/deployment.md example");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const comm::NetworkShape n = r->topology.Network();
+  EXPECT_EQ(n.Between("central", "dc-a").bandwidth_bps, 50e6);
+  EXPECT_EQ(n.Between("central", "dc-b").loss, 0.02);
+  EXPECT_EQ(n.Between("central", "dc-b").latency_s, 0.025);
+  EXPECT_EQ(n.Between("dc-c", "central").bandwidth_bps, 10e6);
+  EXPECT_EQ(n.Between("dc-c", "dc-b").latency_s, 0.002);
+  EXPECT_DOUBLE_EQ(n.Between("dc-a", "dc-c").latency_s, 0.105);
 }
 
 std::vector<std::string> TextBlocks(const std::string& docs) {

@@ -110,6 +110,13 @@ Message MakeMessage(int64_t ts, size_t data_bytes, int sender = 0) {
 
 size_t WireSize(const Message& m) { return EncodedMetaSize(m.meta) + m.data_bytes(); }
 
+ShapedVanOptions Links(LinkOptions wan, LinkOptions lan) {
+  ShapedVanOptions o;
+  o.network.wan = wan;
+  o.network.lan = lan;
+  return o;
+}
+
 class ShapedVanTest : public ::testing::Test {
  protected:
   void Make(ShapedVanOptions options) {
@@ -125,7 +132,7 @@ class ShapedVanTest : public ::testing::Test {
 };
 
 TEST_F(ShapedVanTest, OneMegabyteOverTenMegabitIsAccountedAsAtLeast0_8Seconds) {
-  Make({.wan = {.bandwidth_bps = 10e6, .latency_s = 0}, .lan = {}});
+  Make(Links({.bandwidth_bps = 10e6, .latency_s = 0}, {}));
   ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
   const Message m = MakeMessage(1, 1 << 20);
   Result<size_t> bytes = van_->Send(1, m);
@@ -152,7 +159,7 @@ TEST_F(ShapedVanTest, OneMegabyteOverTenMegabitIsAccountedAsAtLeast0_8Seconds) {
 }
 
 TEST_F(ShapedVanTest, BackToBackMessagesShareThePeersBandwidth) {
-  Make({.wan = {.bandwidth_bps = 1e6, .latency_s = 0}, .lan = {}});
+  Make(Links({.bandwidth_bps = 1e6, .latency_s = 0}, {}));
   ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
   const Message m = MakeMessage(1, 125000);  // ~1 s each at 1 Mbit/s
   ASSERT_TRUE(van_->Send(1, m).ok());
@@ -170,7 +177,7 @@ TEST_F(ShapedVanTest, BackToBackMessagesShareThePeersBandwidth) {
 }
 
 TEST_F(ShapedVanTest, EachPeerHasItsOwnLink) {
-  Make({.wan = {.bandwidth_bps = 1e6, .latency_s = 0}, .lan = {}});
+  Make(Links({.bandwidth_bps = 1e6, .latency_s = 0}, {}));
   ASSERT_TRUE(van_->Connect(1, "a", LinkClass::kWan, "").ok());
   ASSERT_TRUE(van_->Connect(2, "b", LinkClass::kWan, "").ok());
   const Message m = MakeMessage(1, 125000);
@@ -180,7 +187,7 @@ TEST_F(ShapedVanTest, EachPeerHasItsOwnLink) {
 }
 
 TEST_F(ShapedVanTest, LatencyIsAdded) {
-  Make({.wan = {}, .lan = {.bandwidth_bps = 0, .latency_s = 0.05}});
+  Make(Links({}, {.bandwidth_bps = 0, .latency_s = 0.05}));
   ASSERT_TRUE(van_->Connect(3, "peer", LinkClass::kLan, "").ok());
   clock_.Set(1.0);
   ASSERT_TRUE(van_->Send(3, MakeMessage(1, 100)).ok());
@@ -194,7 +201,7 @@ TEST_F(ShapedVanTest, LatencyIsAdded) {
 }
 
 TEST_F(ShapedVanTest, FifoPerPeerAndIndependentAcrossPeers) {
-  Make({.wan = {.bandwidth_bps = 8e6, .latency_s = 0.1}, .lan = {.bandwidth_bps = 0, .latency_s = 0.01}});
+  Make(Links({.bandwidth_bps = 8e6, .latency_s = 0.1}, {.bandwidth_bps = 0, .latency_s = 0.01}));
   ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan, "").ok());
   ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan, "").ok());
   std::mt19937 rng(3);
@@ -230,7 +237,7 @@ TEST_F(ShapedVanTest, UnshapedLinksPassThroughImmediately) {
 }
 
 TEST_F(ShapedVanTest, CountsTrafficByLinkClassAndDirection) {
-  Make({.wan = {.bandwidth_bps = 1e9, .latency_s = 0.001}, .lan = {}});
+  Make(Links({.bandwidth_bps = 1e9, .latency_s = 0.001}, {}));
   ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan, "").ok());
   ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan, "").ok());
   const Message to_far = MakeMessage(1, 5000);
@@ -259,7 +266,7 @@ TEST_F(ShapedVanTest, CountsTrafficByLinkClassAndDirection) {
 }
 
 TEST_F(ShapedVanTest, ErrorsAndStop) {
-  Make({.wan = {.bandwidth_bps = 1e3, .latency_s = 0}, .lan = {}});
+  Make(Links({.bandwidth_bps = 1e3, .latency_s = 0}, {}));
   EXPECT_EQ(van_->Send(5, MakeMessage(1, 10)).status().code(), StatusCode::kNotFound);
   ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan, "").ok());
   ASSERT_TRUE(van_->Send(1, MakeMessage(1, 100000)).ok());  // due in 800 s: still queued at Stop
@@ -277,6 +284,73 @@ TEST_F(ShapedVanTest, ErrorsAndStop) {
   EXPECT_EQ(van_->Send(1, MakeMessage(2, 10)).status().code(), StatusCode::kCancelled);
 }
 
+// Each data centre's uplink (comm/network_shape.h): a van in the central party reaches dc-c over dc-c's own slow,
+// far link and dc-a over the default WAN; dc-a reaches dc-c through the central party (both links one after the
+// other).
+TEST_F(ShapedVanTest, PeersGetTheLinkOfTheirParty) {
+  ShapedVanOptions o = Links({.bandwidth_bps = 50e6, .latency_s = 0.025}, {});
+  o.network.uplinks["dc-c"] = {.bandwidth_bps = 10e6, .latency_s = 0.08};
+  o.self_party = "central";
+  Make(o);
+  ASSERT_TRUE(van_->Connect(1, "a", LinkClass::kWan, "dc-a/server0@global").ok());
+  ASSERT_TRUE(van_->Connect(2, "c", LinkClass::kWan, "dc-c/server0@global").ok());
+  ASSERT_TRUE(van_->Connect(3, "n", LinkClass::kWan, "no-party").ok());  // no party in the name: the default WAN
+  const Message m = MakeMessage(1, 125000);
+  const double bits = static_cast<double>(WireSize(m)) * 8;  // about 1 Mbit
+  for (int id : {1, 2, 3}) ASSERT_TRUE(van_->Send(id, m).ok());
+  EXPECT_DOUBLE_EQ(van_->Accounting(1).last_due, bits / 50e6 + 0.025);
+  EXPECT_DOUBLE_EQ(van_->Accounting(2).last_due, bits / 10e6 + 0.08);
+  EXPECT_DOUBLE_EQ(van_->Accounting(3).last_due, bits / 50e6 + 0.025);
+
+  o.self_party = "dc-a";
+  Make(o);
+  ASSERT_TRUE(van_->Connect(2, "c", LinkClass::kWan, "dc-c/worker0").ok());
+  ASSERT_TRUE(van_->Connect(4, "g", LinkClass::kWan, "central/global-server0").ok());
+  ASSERT_TRUE(van_->Send(2, m).ok());
+  ASSERT_TRUE(van_->Send(4, m).ok());
+  EXPECT_DOUBLE_EQ(van_->Accounting(2).last_due, bits / 10e6 + 0.105);
+  EXPECT_DOUBLE_EQ(van_->Accounting(4).last_due, bits / 50e6 + 0.025);
+}
+
+// A lossy link with latency carries at most the Mathis et al. TCP rate: 2% loss at a 50 ms round trip is
+// 1448 * 8 / 0.05 * sqrt(75) = 2.006 Mbit/s, below the link's 50 Mbit/s. Without latency the rate is the link's.
+TEST_F(ShapedVanTest, LossLimitsTheRateOfALinkWithLatency) {
+  Make(Links({.bandwidth_bps = 50e6, .latency_s = 0.025, .loss = 0.02}, {.bandwidth_bps = 50e6, .loss = 0.02}));
+  ASSERT_TRUE(van_->Connect(1, "far", LinkClass::kWan, "").ok());
+  ASSERT_TRUE(van_->Connect(2, "near", LinkClass::kLan, "").ok());
+  const Message m = MakeMessage(1, 1 << 20);
+  const double bits = static_cast<double>(WireSize(m)) * 8;
+  ASSERT_TRUE(van_->Send(1, m).ok());
+  ASSERT_TRUE(van_->Send(2, m).ok());
+  EXPECT_NEAR(van_->Accounting(1).transmit_seconds, bits / 2.00641e6, 1e-3);  // about 4.2 s
+  EXPECT_DOUBLE_EQ(van_->Accounting(2).transmit_seconds, bits / 50e6);
+  EXPECT_NEAR(LossLimitedRate({.bandwidth_bps = 0, .latency_s = 0.025, .loss = 0.02}), 2.00641e6, 10);
+  EXPECT_EQ(LossLimitedRate({.bandwidth_bps = 0, .latency_s = 0.025, .loss = 0}), 0);
+}
+
+// Tail losses: a segment lost with probability p waits 200 ms (no latency), then 400 ms, ... So a one-segment
+// message waits 0.2 * p / (1 - 2p) seconds on average (0.0667 s at p = 0.2) over p / (1 - p) timeouts (0.25), and
+// a message of 15 segments three times as long (only its last three segments cannot be fast-retransmitted).
+TEST_F(ShapedVanTest, TailLossesWaitForRetransmissionTimeoutsOnAverageAsTheClosedForm) {
+  Make(Links({.bandwidth_bps = 0, .latency_s = 0, .loss = 0.2}, {}));
+  ASSERT_TRUE(van_->Connect(1, "small", LinkClass::kWan, "").ok());
+  ASSERT_TRUE(van_->Connect(2, "large", LinkClass::kWan, "").ok());
+  constexpr int kMessages = 4000;
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_TRUE(van_->Send(1, MakeMessage(i, 100)).ok());
+    ASSERT_TRUE(van_->Send(2, MakeMessage(i, 20000)).ok());  // 15 segments of 1448 bytes
+  }
+  const PeerAccounting small = van_->Accounting(1), large = van_->Accounting(2);
+  EXPECT_NEAR(small.timeout_seconds / kMessages, 0.0667, 0.0667 * 0.1);
+  EXPECT_NEAR(static_cast<double>(small.timeouts) / kMessages, 0.25, 0.25 * 0.1);
+  EXPECT_NEAR(large.timeout_seconds / kMessages, 0.2, 0.2 * 0.1);
+  EXPECT_NEAR(static_cast<double>(large.timeouts) / kMessages, 0.75, 0.75 * 0.1);
+  // The waits hold up the link: the last message is due after all of them.
+  EXPECT_DOUBLE_EQ(small.last_due, small.timeout_seconds);
+  // A round trip of 2 x 10 ms lengthens every timeout by 20 ms.
+  EXPECT_DOUBLE_EQ(RetransmissionTimeout(0.01), 0.22);
+}
+
 // End to end over a real ZmqVan and the steady clock: a 30 ms LAN latency is felt in wall time.
 TEST(ShapedVanZmqTest, LatencyOverInproc) {
   ZmqContext context;
@@ -284,8 +358,7 @@ TEST(ShapedVanZmqTest, LatencyOverInproc) {
   Result<std::string> endpoint = receiver.Bind("inproc://shaped-van-test");
   ASSERT_TRUE(endpoint.ok());
   TrafficCounters counters;
-  ShapedVan sender(std::make_unique<ZmqVan>(&context), {.wan = {}, .lan = {.bandwidth_bps = 0, .latency_s = 0.03}},
-                   &counters);
+  ShapedVan sender(std::make_unique<ZmqVan>(&context), Links({}, {.bandwidth_bps = 0, .latency_s = 0.03}), &counters);
   ASSERT_TRUE(sender.Connect(1, *endpoint, LinkClass::kLan, "").ok());
   const auto start = std::chrono::steady_clock::now();
   const Message m = MakeMessage(9, 4096);

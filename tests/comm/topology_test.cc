@@ -87,5 +87,36 @@ TEST(TopologyTest, OptionsAndEveryErrorReported) {
   EXPECT_NE(s.message().find("topology.datacentres[0].workers"), std::string::npos) << s.message();
 }
 
+// A data centre's uplink takes each field it does not set from the job's WAN link.
+TEST(TopologyTest, UplinksInheritTheWanFieldsTheyDoNotSet) {
+  Topology t = TwoParties();
+  t.options.wan = {.bandwidth_bps = 50e6, .latency_s = 0.025, .loss = 0.01};
+  t.datacentres[1].uplink.bandwidth_bps = 10e6;
+  t.datacentres[1].uplink.loss = 0;
+  ASSERT_TRUE(t.Validate().ok()) << t.Validate().ToString();
+  const NetworkShape n = t.Network();
+  EXPECT_EQ(n.Between("central", "dc-a").bandwidth_bps, 50e6);
+  EXPECT_EQ(n.Between("central", "dc-a").loss, 0.01);
+  EXPECT_EQ(n.Between("central", "dc-b").bandwidth_bps, 10e6);
+  EXPECT_EQ(n.Between("central", "dc-b").latency_s, 0.025);
+  EXPECT_EQ(n.Between("central", "dc-b").loss, 0);
+
+  t.direct_links = {DirectLink{.from = "dc-b", .to = "dc-a", .link = {.bandwidth_bps = 1e9, .latency_s = 0.002}}};
+  ASSERT_TRUE(t.Validate().ok()) << t.Validate().ToString();
+  EXPECT_EQ(t.Network().Between("dc-a", "dc-b").latency_s, 0.002);
+  t.direct_links.push_back(DirectLink{.from = "dc-a", .to = "dc-b"});
+  t.direct_links.push_back(DirectLink{.from = "dc-a", .to = "dc-x"});
+  t.direct_links.push_back(DirectLink{.from = "dc-a", .to = "dc-a"});
+  ExpectError(t, "topology.links.direct[1]: a second link between dc-a and dc-b");
+  ExpectError(t, "topology.links.direct[2].to: 'dc-x' is not a data centre of the topology");
+  ExpectError(t, "topology.links.direct[3]: a direct link joins two different data centres");
+  t.direct_links.clear();
+
+  t.datacentres[0].uplink.loss = 1;
+  t.datacentres[1].uplink.latency_s = -2;
+  ExpectError(t, "topology.datacentres[0].uplink.loss: must be in [0, 1)");
+  ExpectError(t, "topology.datacentres[1].uplink.latency_s: must be >= 0");
+}
+
 }  // namespace
 }  // namespace geomx::comm
