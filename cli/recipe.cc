@@ -365,6 +365,12 @@ class RecipeReader {
         Error(key_origin, path, "duplicate key (first given at line " + std::to_string(pos->second) + ")");
         continue;
       }
+      if (name.find_first_of(".[]") != std::string::npos) {  // a path, not a key: nest the sections instead
+        Error(key_origin, path,
+              "'" + name + "' is not a key: write one key per level (e.g. topology: {links: {wan: ...}}); dotted "
+              "paths are for --set");
+        continue;
+      }
       if (IsTopologyPath(path)) recipe_.has_topology = true;
       if (path == "algorithm") recipe_.has_algorithm = true;
       if (IsRecipeSection(path)) {

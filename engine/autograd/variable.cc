@@ -97,11 +97,16 @@ void Variable::Backward(bool retain_graph) {
 }
 
 void Variable::Backward(const Tensor& seed, bool retain_graph) {
+  Backward(seed, BackwardOptions{.retain_graph = retain_graph});
+}
+
+void Variable::Backward(const Tensor& seed, const BackwardOptions& options) {
   GEOMX_CHECK(seed.defined() && seed.shape() == data().shape())
       << "Variable::Backward: seed " << seed.ToString() << " for " << data().ToString();
   // Storage already handed to a leaf's grad during this pass (plus the caller's seed): a second leaf receiving
   // the same storage gets a copy, so no two grads (and no grad and the seed) ever alias.
   std::unordered_set<const Storage*> handed_out{seed.storage().get()};
+  std::unordered_set<const void*> got_gradient;  // leaves that received a gradient in this pass
   auto accumulate_leaf = [&](Variable leaf, const Tensor& g) {  // a handle copy: the impl is shared
     Tensor grad = leaf.grad();
     if (grad.defined()) {
@@ -110,19 +115,41 @@ void Variable::Backward(const Tensor& seed, bool retain_graph) {
       grad = handed_out.insert(g.storage().get()).second ? g : g.Clone();
     }
     leaf.set_grad(std::move(grad));
+    got_gradient.insert(leaf.id());
   };
 
   if (!impl_->producer) {
-    if (impl_->requires_grad) accumulate_leaf(*this, seed.Clone());
+    if (impl_->requires_grad) {
+      accumulate_leaf(*this, seed.Clone());
+      if (options.on_leaf_done) options.on_leaf_done(*this);
+    }
     return;
   }
   NoGradGuard no_grad;  // gradient rules run ops, never record them
   const std::vector<std::shared_ptr<Node>> order = ReverseTopologicalOrder(impl_->producer);
+  // For on_leaf_done: how many uses (node input slots) of each leaf are still to run. A leaf is complete when its
+  // count reaches zero, whether or not its last users passed it a gradient.
+  std::unordered_map<const void*, size_t> uses_left;
+  if (options.on_leaf_done) {
+    for (const std::shared_ptr<Node>& node : order) {
+      for (const Variable& in : node->inputs()) {
+        if (in.defined() && !in.producer() && in.requires_grad()) ++uses_left[in.id()];
+      }
+    }
+  }
+  auto used = [&](const Variable& in) {  // one use of `in` has run
+    if (!options.on_leaf_done || !in.defined() || in.producer() || !in.requires_grad()) return;
+    auto it = uses_left.find(in.id());
+    if (--it->second == 0 && got_gradient.count(in.id())) options.on_leaf_done(in);
+  };
   std::unordered_map<const Node*, Tensor> grads;  // d(output of node) / d(root), as it accumulates
   grads[impl_->producer.get()] = seed;
   for (const std::shared_ptr<Node>& node : order) {
     auto it = grads.find(node.get());
-    if (it == grads.end()) continue;  // no gradient reached this node (its consumers did not need it)
+    if (it == grads.end()) {  // no gradient reached this node (its consumers did not need it)
+      for (const Variable& in : node->inputs()) used(in);
+      continue;
+    }
     const Tensor grad_out = std::move(it->second);
     grads.erase(it);
     // Recorded nodes always have inputs (MakeResult attaches them only then): none left means a previous
@@ -145,7 +172,8 @@ void Variable::Backward(const Tensor& seed, bool retain_graph) {
         accumulate_leaf(in, in_grads[i]);
       }
     }
-    if (!retain_graph) node->ReleaseInputs();
+    for (const Variable& in : inputs) used(in);
+    if (!options.retain_graph) node->ReleaseInputs();
   }
 }
 

@@ -18,6 +18,16 @@
 namespace geomx::autograd {
 
 class Node;
+class Variable;
+
+struct BackwardOptions {
+  bool retain_graph = false;
+  // Called once for every leaf that requires grad and receives a gradient, as soon as that gradient is complete
+  // (every node of the graph that uses the leaf has run), while the rest of the backward pass still runs: leaves
+  // used near the output come first. The leaf's grad() is final when it is called. Used to start sending a
+  // layer's gradient before the earlier layers' backward has run (P3, docs/accelerators.md).
+  std::function<void(const Variable& leaf)> on_leaf_done;
+};
 
 class Variable {
  public:
@@ -40,6 +50,7 @@ class Variable {
   void Backward(bool retain_graph = false);
   // Back-propagates with an explicit seed of this variable's shape.
   void Backward(const Tensor& seed, bool retain_graph = false);
+  void Backward(const Tensor& seed, const BackwardOptions& options);
 
   // The producing node (null for leaves and for results computed without grad).
   const std::shared_ptr<Node>& producer() const;

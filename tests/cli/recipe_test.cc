@@ -612,6 +612,14 @@ TEST(RecipeTest, YamlSyntaxErrorsHaveAPosition) {
   EXPECT_EQ(ErrorLines(","), Lines{"r.yaml:1:1: YAML syntax error: unexpected ',' outside a [...] or {...} list"});
   EXPECT_EQ(ErrorLines("# a comment\n  ,\n"),
             Lines{"r.yaml:2:3: YAML syntax error: unexpected ',' outside a [...] or {...} list"});
+  // Found by fuzzing: a key spelt as a path ("topology.datacentres[].name: x") was looked up as that key and set
+  // on an item that did not exist (an internal check failed, exit 134). Keys are one level each.
+  EXPECT_EQ(ErrorLines("topology.datacentres[].name: x\n"),
+            Lines{"r.yaml:1:1: topology.datacentres[].name: 'topology.datacentres[].name' is not a key: write one "
+                  "key per level (e.g. topology: {links: {wan: ...}}); dotted paths are for --set"});
+  EXPECT_EQ(ErrorLines("topology:\n  datacentres: [{name: a}]\n  links.wan: {latency: 5ms}\n"),
+            Lines{"r.yaml:3:3: topology.links.wan: 'links.wan' is not a key: write one key per level (e.g. "
+                  "topology: {links: {wan: ...}}); dotted paths are for --set"});
 }
 
 TEST(RecipeTest, CrossKeyRules) {

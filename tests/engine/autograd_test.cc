@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <vector>
 
@@ -93,6 +94,45 @@ TEST_P(AutogradTest, DiamondGraphSumsBothPaths) {
   std::vector<float> want;
   for (float v : {0.5f, 1.5f}) want.push_back(3 * std::exp(v) + 3 * v * std::exp(v) + 3);
   EXPECT_TRUE(AllClose(x.grad().ToFloatVector(), want));
+}
+
+// on_leaf_done: a two-layer chain w2 * (w1 * x) plus w1 used again near the output. w2 is complete first (only the
+// last node uses it); w1 only after its second use, deep in the graph, has run; x (no grad) never. At each call
+// the leaf's gradient already has its final value (checked against the hand-computed one), and the calls come
+// while backward still runs (w2's before w1's).
+TEST_P(AutogradTest, LeafDoneCallbacksComeOnceEachWithTheFinalGradient) {
+  Variable x(T({1, 2}, {2}), false);
+  Variable w1(T({3, -1}, {2}), true);
+  Variable w2(T({0.5f, 2}, {2}), true);
+  Variable h = Mul(w1, x);                        // [3, -2]
+  Variable loss = Sum(Add(Mul(w2, h), Mul(w1, w1)));  // sum(w2*w1*x + w1^2)
+  // d/dw2 = w1 * x = [3, -2]; d/dw1 = w2 * x + 2 w1 = [0.5 + 6, 4 - 2] = [6.5, 2]
+  std::vector<std::pair<const void*, std::vector<float>>> calls;
+  BackwardOptions options;
+  options.on_leaf_done = [&](const Variable& leaf) { calls.emplace_back(leaf.id(), leaf.grad().ToFloatVector()); };
+  loss.Backward(Tensor::Full(loss.shape(), 1.0f, loss.data().dtype(), dev()), options);
+  ASSERT_EQ(calls.size(), 2u);
+  std::map<const void*, std::vector<float>> by_leaf(calls.begin(), calls.end());
+  ASSERT_EQ(by_leaf.size(), 2u);
+  EXPECT_TRUE(AllClose(by_leaf.at(w2.id()), {3, -2}));
+  EXPECT_TRUE(AllClose(by_leaf.at(w1.id()), {6.5f, 2}));
+  EXPECT_TRUE(AllClose(w1.grad().ToFloatVector(), {6.5f, 2}));
+}
+
+// In a chain of layers the leaves complete from the output back: the last layer's weight first.
+TEST_P(AutogradTest, LeafDoneCallbacksComeFromTheOutputBackwards) {
+  std::vector<Variable> weights;
+  Variable y(T({1, 2, 3}, {3}), false);
+  for (int layer = 0; layer < 4; ++layer) {
+    weights.emplace_back(T({1.1f, 0.9f, 1.0f}, {3}), true);
+    y = Exp(MulScalar(Mul(weights.back(), y), 0.1f));
+  }
+  std::vector<const void*> order;
+  BackwardOptions options;
+  options.on_leaf_done = [&](const Variable& leaf) { order.push_back(leaf.id()); };
+  Variable loss = Sum(y);
+  loss.Backward(Tensor::Full(loss.shape(), 1.0f, loss.data().dtype(), dev()), options);
+  EXPECT_EQ(order, (std::vector<const void*>{weights[3].id(), weights[2].id(), weights[1].id(), weights[0].id()}));
 }
 
 TEST_P(AutogradTest, LeafGradientsNeverAlias) {

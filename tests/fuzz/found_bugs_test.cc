@@ -44,6 +44,15 @@ TEST(FuzzFound, AStrayCommaIsASyntaxErrorNotAnEndlessParse) {
   }
 }
 
+// A key spelt as a path (tests/fuzz/regressions/recipe/dotted-item-key-check-failure): "topology.datacentres[].name"
+// at the top was found as that item key and set on an item that did not exist, failing an internal check (abort).
+TEST(FuzzFound, AKeySpeltAsAPathIsAnErrorNotAnAbort) {
+  const std::string text = "topology.datacentres[].name: x\nseed: 42\n";
+  const Status s = fuzz::FuzzRecipe(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("'topology.datacentres[].name' is not a key"), std::string::npos) << s.ToString();
+}
+
 // IDX images [N, 0, W]: no pixel bytes, so N is not tied to the file; 2^32-1 labels were allocated before the
 // image size was refused. And [0, H, W] with H x W beyond int64 was a signed overflow.
 TEST(FuzzFound, IdxImagesWithAZeroDimAreRefusedBeforeAnyAllocation) {
