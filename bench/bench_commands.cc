@@ -23,7 +23,7 @@ void AddBenchRecipeOptions(CLI::App* bench, BenchRecipeFlags* f) {
   help.append("), optionally with overrides in brackets: hips+bsc[accelerators.bsc.ratio=0.001]");
   bench->add_option("--configs", f->configs, help);
   bench->add_option("--set", f->sets, "Recipe override for every configuration (key.path=value), repeatable");
-  bench->add_option("--wan", f->wan, "WAN RATE/DELAY for every configuration, e.g. 50mbit/25ms");
+  bench->add_option("--wan", f->wan, "WAN RATE/DELAY[/LOSS] for every configuration, e.g. 50mbit/25ms/2%");
   bench->add_option("--target-accuracy", f->target_accuracy, "Target test accuracy (default: the recipe's)");
   bench->add_option("--max-time", f->max_time_s, "Wall-clock limit per configuration run, seconds (0 = none)");
   bench->add_option("--repeat", f->repeat, "Runs per configuration; the table shows medians")

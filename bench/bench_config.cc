@@ -13,6 +13,7 @@ namespace geomx::bench {
 using cli::BandwidthText;
 using cli::ParseBandwidth;
 using cli::ParseDurationSeconds;
+using cli::ParseLoss;
 using cli::Quoted;
 using cli::Recipe;
 using cli::Trim;
@@ -281,17 +282,26 @@ Result<std::vector<BenchConfig>> ResolveConfigs(const std::string& list, const R
 Result<WanSpec> ParseWan(const std::string& text) {
   const size_t slash = text.find('/');
   if (slash == std::string::npos) {
-    return Status::InvalidArgument("--wan " + Quoted(text) + ": expected RATE/DELAY, e.g. 50mbit/25ms");
+    return Status::InvalidArgument("--wan " + Quoted(text) + ": expected RATE/DELAY or RATE/DELAY/LOSS, e.g. "
+                                   "50mbit/25ms or 50mbit/25ms/2%");
   }
   WanSpec w;
   const std::string rate = text.substr(0, slash);
-  const std::string delay = text.substr(slash + 1);
+  const size_t second = text.find('/', slash + 1);
+  const std::string delay =
+      text.substr(slash + 1, second == std::string::npos ? std::string::npos : second - slash - 1);
   std::string err = ParseBandwidth(rate, &w.bits_per_second);
   if (!err.empty()) return Status::InvalidArgument("--wan " + Quoted(text) + ": rate: " + err);
   err = ParseDurationSeconds(delay, &w.latency_s);
   if (!err.empty()) return Status::InvalidArgument("--wan " + Quoted(text) + ": delay: " + err);
   w.sets = {"topology.links.wan.bandwidth=" + std::string(Trim(rate)),
             "topology.links.wan.latency=" + std::string(Trim(delay))};
+  if (second != std::string::npos) {
+    const std::string loss = text.substr(second + 1);
+    err = ParseLoss(loss, &w.loss);
+    if (!err.empty()) return Status::InvalidArgument("--wan " + Quoted(text) + ": loss: " + err);
+    w.sets.push_back("topology.links.wan.loss=" + std::string(Trim(loss)));
+  }
   return w;
 }
 

@@ -34,10 +34,11 @@ Result<BenchConfig> ResolveConfig(const std::string& spec, const cli::Recipe& re
 // Splits "a,b[x=1;y=2],c" at the commas outside brackets and resolves each; duplicates and empty items are errors.
 Result<std::vector<BenchConfig>> ResolveConfigs(const std::string& list, const cli::Recipe& recipe);
 
-// "50mbit/25ms" -> the two --set overrides of topology.links.wan, and the parsed values.
+// "50mbit/25ms" (or "50mbit/25ms/2%") -> the --set overrides of topology.links.wan, and the parsed values.
 struct WanSpec {
   double bits_per_second = 0;
   double latency_s = 0;
+  double loss = 0;
   std::vector<std::string> sets;
 };
 Result<WanSpec> ParseWan(const std::string& text);

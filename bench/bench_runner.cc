@@ -255,7 +255,10 @@ Status RunBenchRecipe(const BenchRecipeFlags& f, const std::atomic<bool>* interr
         // With netns the kernel shapes the WAN, so geomx's in-process emulation of it is switched off (its
         // traffic counters still tell WAN from LAN by party).
         std::vector<std::string> run_sets = sets;
-        if (shaper) run_sets.insert(run_sets.end(), {"topology.links.wan.bandwidth=0", "topology.links.wan.latency=0"});
+        if (shaper) {
+          const std::vector<std::string> off = InProcessWanOff(*resolved);
+          run_sets.insert(run_sets.end(), off.begin(), off.end());
+        }
         std::vector<ChildSpec> specs =
             c.is_ddp ? DdpSpecs(*resolved, f.python, ddp_script.string(), shaper.get())
                      : std::vector<ChildSpec>{GeomxSpec(exe, f.recipe, run_sets, run_dir)};

@@ -128,6 +128,18 @@ std::vector<std::string> NetnsShaper::RemoveStale(CommandRunner* runner) {
   return removed;
 }
 
+std::vector<std::string> InProcessWanOff(const cli::Recipe& recipe) {
+  std::vector<std::string> sets = {"topology.links.wan.bandwidth=0", "topology.links.wan.latency=0",
+                                   "topology.links.wan.loss=0"};
+  for (size_t i = 0; i < recipe.topology.datacentres.size(); ++i) {
+    for (const char* field : {"bandwidth", "latency", "loss"}) {
+      sets.push_back("topology.datacentres[" + std::to_string(i) + "]." + field + "=0");
+    }
+  }
+  if (!recipe.topology.direct_links.empty()) sets.push_back("topology.links.direct=[]");
+  return sets;
+}
+
 Status NetnsShaper::AddLink(const LinkEnd& x, const LinkEnd& y, const comm::LinkOptions& link,
                             const std::string& python, const std::string& delay_line, uint64_t seed) {
   auto run = [&](std::vector<std::string> argv) -> Status {

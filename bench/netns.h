@@ -44,6 +44,11 @@ struct PartyNet {
   std::string interface;  // its WAN interface
 };
 
+// The --set overrides that switch off geomx's in-process emulation of every link the namespaces shape (the WAN,
+// each data centre's own uplink, the direct links), for the processes of a --netns run: the kernel shapes them,
+// they must not be shaped twice. Links inside a party stay as the recipe says (netns does not shape them).
+std::vector<std::string> InProcessWanOff(const cli::Recipe& recipe);
+
 class NetnsShaper {
  public:
   NetnsShaper(std::unique_ptr<CommandRunner> runner, std::string prefix);

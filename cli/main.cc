@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
       "  geomx data inspect FILE\n"
       "  geomx data fetch NAME [--dir DIR] [--mirror URL] [--force]\n"
       "  geomx algos [NAME] [--all]\n"
-      "  geomx bench RECIPE --configs A,B,... [--wan RATE/DELAY] [--netns] [--max-time S] [--out DIR] ...\n"
+      "  geomx bench RECIPE --configs A,B,... [--wan RATE/DELAY[/LOSS]] [--netns] [--max-time S] [--out DIR] ...\n"
       "  geomx bench kernels [--batch-sizes 32,64] [--threads 1,2] [--iterations N] [--json FILE]\n"
       "  geomx bench comm [--sizes 4096,4194304] [--iterations N] [--repeats N] [--json FILE]\n"
       "  geomx bench algos [--only A,B] [--threads N] [--quick] [--out FILE.json] [--no-peer]\n"

@@ -250,7 +250,13 @@ TEST(BenchConfig, WanParses) {
   ASSERT_EQ(w->sets.size(), 2u);
   EXPECT_EQ(w->sets[0], "topology.links.wan.bandwidth=50mbit");
   EXPECT_EQ(w->sets[1], "topology.links.wan.latency=25ms");
-  for (const char* bad : {"50mbit", "fast/25ms", "50mbit/soon", "/", "-5mbit/1ms"}) {
+  auto lossy = ParseWan("50mbit/25ms/2%");
+  ASSERT_TRUE(lossy.ok()) << lossy.status().ToString();
+  EXPECT_DOUBLE_EQ(lossy->loss, 0.02);
+  ASSERT_EQ(lossy->sets.size(), 3u);
+  EXPECT_EQ(lossy->sets[2], "topology.links.wan.loss=2%");
+  for (const char* bad : {"50mbit", "fast/25ms", "50mbit/soon", "/", "-5mbit/1ms", "50mbit/25ms/lots",
+                          "50mbit/25ms/100%", "50mbit/25ms/"}) {
     auto b = ParseWan(bad);
     ASSERT_FALSE(b.ok()) << bad;
     EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);

@@ -131,6 +131,29 @@ TEST(Netns, UnevenLossyUplinksAndADirectLink) {
   EXPECT_EQ(Count(log, "ip link del gt5x0"), 1u);
 }
 
+// Under --netns the processes must not shape the links again: every WAN-side link of the recipe is zeroed by the
+// overrides, and applied to the recipe they leave no emulated link between parties (LAN untouched).
+TEST(Netns, InProcessEmulationOfEveryWanLinkIsSwitchedOff) {
+  auto r = ParseRecipe(
+      "name: g\ndata: {name: synthetic}\ntopology:\n  datacentres:\n"
+      "    - {name: dc-a, workers: 1, loss: 2%}\n    - {name: dc-b, workers: 1, bandwidth: 10mbit, latency: 80ms}\n"
+      "  links:\n    wan: {bandwidth: 50mbit, latency: 25ms, loss: 1%}\n    lan: {latency: 1ms}\n"
+      "    direct: [{from: dc-a, to: dc-b, latency: 2ms}]\n",
+      "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<std::string> off = InProcessWanOff(*r);
+  auto applied = ParseRecipe(cli::RecipeToYaml(*r), "t", off);
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  const comm::NetworkShape n = applied->topology.Network();
+  for (const auto& [a, b] : {std::pair{"central", "dc-a"}, std::pair{"central", "dc-b"}, std::pair{"dc-a", "dc-b"}}) {
+    const comm::LinkOptions link = n.Between(a, b);
+    EXPECT_EQ(link.bandwidth_bps, 0) << a << "-" << b;
+    EXPECT_EQ(link.latency_s, 0) << a << "-" << b;
+    EXPECT_EQ(link.loss, 0) << a << "-" << b;
+  }
+  EXPECT_EQ(n.lan.latency_s, 0.001);
+}
+
 TEST(Netns, FailureHalfWayLeavesNothingBehindAfterTeardown) {
   Log log;
   NetnsShaper s(std::make_unique<FakeRunner>(&log, "ip netns add gt3-d1"), "gt3");
