@@ -29,8 +29,8 @@ std::vector<AlgorithmInfo> Build() {
   std::vector<AlgorithmInfo> kCatalogue = {
       {1, "gradient-descent", "cnn", "Convolutional Neural Network",
        "push per-layer gradients, pull weights (sum)", "model: {name: geomx-cnn} (also lenet5, resnet20)", true},
-      {2, "gradient-descent", "rnn", "Recurrent Neural Network (LSTM)", "push gradients, pull weights (sum)", "",
-       false},
+      {2, "gradient-descent", "rnn", "Recurrent Neural Network (LSTM)", "push gradients, pull weights (sum)",
+       "model: {name: rnn} (recipes/fashion_rnn.yaml)", true},
       {3, "gradient-descent", "rl", "Reinforcement Learning (policy gradient)", "actors push policy gradients", "",
        false},
       {4, "gradient-descent", "rcnn", "Regions with CNN features", "push trunk and head gradients", "", false},

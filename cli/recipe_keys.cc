@@ -9,6 +9,7 @@
 #include "algorithms/sync/sync_mode.h"
 #include "cli/recipe_schema.h"
 #include "cli/recipe_units.h"
+#include "nn/models/models.h"
 
 namespace geomx::cli {
 namespace {
@@ -32,6 +33,14 @@ std::vector<std::string_view> SyncModeNames() {
 }
 
 // The trainable classical estimators (algorithms/estimators/estimator.h registry), sorted.
+// The registered models, the default (geomx-cnn) first, the rest sorted.
+std::vector<std::string_view> ModelNames() {
+  static const std::vector<std::string> kNames = nn::ModelNames();  // sorted; the views below point into it
+  std::vector<std::string_view> names(kNames.begin(), kNames.end());
+  std::stable_partition(names.begin(), names.end(), [](std::string_view n) { return n == nn::ModelConfig{}.name; });
+  return names;
+}
+
 std::vector<std::string_view> EstimatorNames() {
   std::vector<std::string_view> names;
   for (const algorithms::EstimatorDef* def : algorithms::EstimatorRegistry::All()) names.push_back(def->name);
@@ -107,9 +116,10 @@ std::vector<RecipeKey> BuildTable() {
        .help = "Compute threads; 0 = all cores."},
 
       {.path = "model.name", .field = [](R r) -> F { return &r.model.name; },
-       .allowed = {"geomx-cnn", "mlp", "lenet5", "resnet20"}, .noun = "model", .help = "The network."},
+       .allowed = ModelNames(), .noun = "model",
+       .help = "The network (rnn: docs/algorithms.md)."},
       {.path = "model.hidden", .field = [](R r) -> F { return &r.model.hidden; }, .range = AtLeast(1),
-       .help = "mlp: hidden layer widths ([] = a linear model)."},
+       .help = "mlp: hidden layer widths ([] = a linear model); rnn: the widths of its stacked LSTM layers."},
       {.path = "model.activation", .field = [](R r) -> F { return &r.model.activation; },
        .allowed = {"relu", "tanh", "sigmoid", "gelu"}, .noun = "activation",
        .help = "mlp: activation after each hidden layer."},

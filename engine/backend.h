@@ -74,6 +74,17 @@ class Backend {
                                    const Tensor& save_mean, const Tensor& save_var, const Tensor& dy, Tensor* dx,
                                    Tensor* dgamma, Tensor* dbeta) = 0;
 
+  // ---- recurrent layers (LstmParams in op_params.h: shapes, layout, gate order) ----
+  // y: [N, T, H] when p.sequences, else [N, H]. Training passes `workspace`: the backend stores there what
+  // LstmBackward needs (its own layout and dtype; a fresh tensor each call) and the caller passes it back untouched.
+  // Inference passes nullptr.
+  virtual Status LstmForward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
+                             const Tensor& b, Tensor* y, Tensor* workspace) = 0;
+  // dy is shaped like y. Writes dx [N, T, I] and overwrites dw_ih, dw_hh and db (shaped like the weights).
+  virtual Status LstmBackward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
+                              const Tensor& b, const Tensor& dy, const Tensor& workspace, Tensor* dx,
+                              Tensor* dw_ih, Tensor* dw_hh, Tensor* db) = 0;
+
   // ---- activations and softmax ----
   virtual Status ActivationForward(ActivationKind k, const Tensor& x, Tensor* y) = 0;
   // dx = dy * f'(x); `y` is the forward output (some kinds use it instead of x).

@@ -32,6 +32,15 @@ struct BatchNormParams {
   float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch_stat (PyTorch convention)
 };
 
+// One LSTM layer, one direction, zero initial hidden and cell state, over batch-major sequences x [N, T, I].
+// Weights in PyTorch's layout, gates in the order input, forget, cell candidate, output: w_ih [4H, I],
+// w_hh [4H, H], one bias b [4H] (a library with a second, recurrent bias holds it at zero).
+//   i = sigmoid(W_i x_t + U_i h_{t-1} + b_i)   f, o alike;   g = tanh(W_g x_t + U_g h_{t-1} + b_g)
+//   c_t = f * c_{t-1} + i * g;   h_t = o * tanh(c_t)
+struct LstmParams {
+  bool sequences = true;  // the output: every step's h [N, T, H]; false: the last step's h [N, H]
+};
+
 // Elementwise binary ops on two tensors of the same shape, or `b` with numel 1 (a scalar broadcast), or `b`
 // of shape [C] broadcast over the last dimension of `a` (bias add).
 enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin };

@@ -189,6 +189,55 @@ Tensor Pool2dBackward(const Tensor& x, const Tensor& dy, const Tensor& workspace
   return dx;
 }
 
+// ---- recurrent ----
+
+namespace {
+
+// x [N, T, I], w_ih [4H, I], w_hh [4H, H], b [4H], all f32 on x's device. Returns the output shape.
+Shape CheckLstm(const char* op, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+                const LstmParams& p) {
+  CheckF32(op, x, "x");
+  CheckF32(op, w_ih, "w_ih");
+  CheckF32(op, w_hh, "w_hh");
+  CheckF32(op, b, "b");
+  GEOMX_CHECK(x.rank() == 3) << op << ": x must be [N, T, I], got " << x.shape().ToString();
+  GEOMX_CHECK(w_hh.rank() == 2 && w_hh.dim(1) > 0 && w_hh.dim(0) == 4 * w_hh.dim(1))
+      << op << ": w_hh must be [4H, H], got " << w_hh.shape().ToString();
+  const int64_t h = w_hh.dim(1);
+  CheckShape(op, w_ih, Shape{4 * h, x.dim(2)}, "w_ih");
+  CheckShape(op, b, Shape{4 * h}, "b");
+  CheckSameDevice(op, x, w_ih);
+  CheckSameDevice(op, x, w_hh);
+  CheckSameDevice(op, x, b);
+  return p.sequences ? Shape{x.dim(0), x.dim(1), h} : Shape{x.dim(0), h};
+}
+
+}  // namespace
+
+LstmResult Lstm(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const LstmParams& p,
+                bool training) {
+  LstmResult r;
+  r.y = Tensor::Empty(CheckLstm("Lstm", x, w_ih, w_hh, b, p), DType::kF32, x.device());
+  GEOMX_CHECK_OK(BackendOf(x).LstmForward(p, x, w_ih, w_hh, b, &r.y, training ? &r.workspace : nullptr));
+  return r;
+}
+
+LstmGrads LstmBackward(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const Tensor& dy,
+                       const Tensor& workspace, const LstmParams& p) {
+  const char* op = "LstmBackward";
+  const Shape y_shape = CheckLstm(op, x, w_ih, w_hh, b, p);
+  CheckF32(op, dy, "dy");
+  CheckSameDevice(op, x, dy);
+  CheckShape(op, dy, y_shape, "dy");
+  LstmGrads g;
+  g.dx = Tensor::Empty(x.shape(), DType::kF32, x.device());
+  g.dw_ih = Tensor::Empty(w_ih.shape(), DType::kF32, x.device());
+  g.dw_hh = Tensor::Empty(w_hh.shape(), DType::kF32, x.device());
+  g.db = Tensor::Empty(b.shape(), DType::kF32, x.device());
+  GEOMX_CHECK_OK(BackendOf(x).LstmBackward(p, x, w_ih, w_hh, b, dy, workspace, &g.dx, &g.dw_ih, &g.dw_hh, &g.db));
+  return g;
+}
+
 // ---- batch norm ----
 
 BatchNormResult BatchNormTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor* running_mean,

@@ -39,6 +39,21 @@ struct PoolResult {
 PoolResult Pool2d(const Tensor& x, const Pool2dParams& p);
 Tensor Pool2dBackward(const Tensor& x, const Tensor& dy, const Tensor& workspace, const Pool2dParams& p);
 
+// ---- recurrent ----
+// One LSTM layer (op_params.h LstmParams): x [N, T, I], w_ih [4H, I], w_hh [4H, H], b [4H] -> y [N, T, H] when
+// p.sequences, else [N, H]. `training`: also returns the workspace LstmBackward needs.
+struct LstmResult {
+  Tensor y;
+  Tensor workspace;  // defined when training; pass back to LstmBackward
+};
+LstmResult Lstm(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const LstmParams& p,
+                bool training);
+struct LstmGrads {
+  Tensor dx, dw_ih, dw_hh, db;
+};
+LstmGrads LstmBackward(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const Tensor& dy,
+                       const Tensor& workspace, const LstmParams& p);
+
 // ---- batch norm ----
 struct BatchNormResult {
   Tensor y, save_mean, save_var;

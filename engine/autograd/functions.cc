@@ -94,6 +94,20 @@ class Pool2dNode final : public FunctionNode {
   Tensor workspace_;
 };
 
+class LstmNode final : public FunctionNode {
+ public:
+  LstmNode(const LstmParams& p, Tensor workspace) : p_(p), workspace_(std::move(workspace)) {}
+  const char* name() const override { return "Lstm"; }
+  std::vector<Tensor> Backward(const Tensor& dy) override {
+    ops::LstmGrads r = ops::LstmBackward(In(0), In(1), In(2), In(3), dy, workspace_, p_);
+    return {std::move(r.dx), std::move(r.dw_ih), std::move(r.dw_hh), std::move(r.db)};
+  }
+
+ private:
+  LstmParams p_;
+  Tensor workspace_;
+};
+
 class BatchNormTrainingNode final : public FunctionNode {
  public:
   BatchNormTrainingNode(const BatchNormParams& p, Tensor save_mean, Tensor save_var)
@@ -319,6 +333,13 @@ Variable Linear(const Variable& x, const Variable& w, const Variable& b) {
 Variable Conv2d(const Variable& x, const Variable& w, const Variable& b, const Conv2dParams& p) {
   const Tensor bias = b.defined() ? b.data() : Tensor();
   return MakeResult(ops::Conv2d(x.data(), w.data(), bias, p), Make<Conv2dNode>(p), {x, w, b});
+}
+
+Variable Lstm(const Variable& x, const Variable& w_ih, const Variable& w_hh, const Variable& b, const LstmParams& p) {
+  const bool record = GradEnabled() && (x.requires_grad() || w_ih.requires_grad() || w_hh.requires_grad() ||
+                                        b.requires_grad());
+  ops::LstmResult r = ops::Lstm(x.data(), w_ih.data(), w_hh.data(), b.data(), p, record);
+  return MakeResult(std::move(r.y), Make<LstmNode>(p, std::move(r.workspace)), {x, w_ih, w_hh, b});
 }
 
 Variable Pool2d(const Variable& x, const Pool2dParams& p) {

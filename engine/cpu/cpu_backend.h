@@ -60,6 +60,11 @@ class CpuBackend final : public Backend {
                            Tensor* dgamma, Tensor* dbeta) override;
 
   // onednn_eltwise.cc
+  Status LstmForward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+                     Tensor* y, Tensor* workspace) override;
+  Status LstmBackward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+                      const Tensor& dy, const Tensor& workspace, Tensor* dx, Tensor* dw_ih, Tensor* dw_hh,
+                      Tensor* db) override;
   Status ActivationForward(ActivationKind k, const Tensor& x, Tensor* y) override;
   Status ActivationBackward(ActivationKind k, const Tensor& x, const Tensor& y, const Tensor& dy,
                             Tensor* dx) override;

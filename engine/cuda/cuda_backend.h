@@ -1,5 +1,5 @@
 // CudaBackend: the Backend seam (engine/backend.h, whose contracts every method follows) on one NVIDIA GPU.
-//   - convolution, pooling, batch norm, relu/tanh/sigmoid and softmax: cuDNN (cudnn_*.cc);
+//   - convolution, pooling, batch norm, relu/tanh/sigmoid, softmax and the LSTM: cuDNN (cudnn_*.cc);
 //   - MatMul and LinearForward: cuBLAS SGEMM on row-major data (cublas_matmul.cc);
 //   - GELU, elementwise math, reductions, the fused loss, arg-max and optimizer updates: kernels (*.cu) launching
 //     the same engine/kernels/ functors the CPU backend loops over (cuda_elementwise.cc);
@@ -98,6 +98,11 @@ class CudaBackend final : public Backend {
                            Tensor* dgamma, Tensor* dbeta) override;
 
   // cudnn_activation.cc (GELU through the kernels/activation.h functors)
+  Status LstmForward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+                     Tensor* y, Tensor* workspace) override;
+  Status LstmBackward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+                      const Tensor& dy, const Tensor& workspace, Tensor* dx, Tensor* dw_ih, Tensor* dw_hh,
+                      Tensor* db) override;
   Status ActivationForward(ActivationKind k, const Tensor& x, Tensor* y) override;
   Status ActivationBackward(ActivationKind k, const Tensor& x, const Tensor& y, const Tensor& dy,
                             Tensor* dx) override;

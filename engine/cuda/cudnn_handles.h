@@ -1,7 +1,8 @@
 // RAII owners for every CUDA, cuDNN and cuBLAS object the backend creates (docs/style.md R8): the stream, the
-// cuDNN and cuBLAS handles, and the cuDNN tensor/filter/convolution/pooling/activation descriptors. Each is a
-// std::unique_ptr over the library's opaque struct whose deleter calls the matching Destroy function, so they
-// move but never copy, and nothing is destroyed twice or leaked on an early `return status`.
+// cuDNN and cuBLAS handles, and the cuDNN tensor/filter/convolution/pooling/activation/dropout/RNN descriptors
+// (the dropout and RNN ones are configured in cudnn_rnn.cc). Each is a std::unique_ptr over the library's opaque
+// struct whose deleter calls the matching Destroy function, so they move but never copy, and nothing is destroyed
+// twice or leaked on an early `return status`.
 //
 // The Make* factories create and configure one object or return the library's failure as a Status (cuda_check.h).
 // Descriptors are cheap host objects; the backend builds them per call. Not thread-safe (plain values); the
@@ -42,6 +43,9 @@ using CudnnFilterDesc = CudaObject<cudnnFilterDescriptor_t, cudnnDestroyFilterDe
 using CudnnConvDesc = CudaObject<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 using CudnnPoolingDesc = CudaObject<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 using CudnnActivationDesc = CudaObject<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
+using CudnnDropoutDesc = CudaObject<cudnnDropoutDescriptor_t, cudnnDestroyDropoutDescriptor>;
+using CudnnRnnDesc = CudaObject<cudnnRNNDescriptor_t, cudnnDestroyRNNDescriptor>;
+using CudnnRnnDataDesc = CudaObject<cudnnRNNDataDescriptor_t, cudnnDestroyRNNDataDescriptor>;
 
 // A non-blocking stream (no implicit synchronisation with the legacy default stream).
 Result<CudaStream> MakeCudaStream();

@@ -528,8 +528,8 @@ TEST(RecipeTest, OutOfRangeValues) {
 
 TEST(RecipeTest, UnknownNamesListTheAllowedOnes) {
   EXPECT_EQ(ErrorLines("model: {name: resnet}"),
-            Lines{"r.yaml:1:15: model.name: unknown model 'resnet' (did you mean 'resnet20'?); known: geomx-cnn, mlp, "
-                  "lenet5, resnet20"});
+            Lines{"r.yaml:1:15: model.name: unknown model 'resnet' (did you mean 'resnet20'?); known: geomx-cnn, "
+                  "lenet5, mlp, resnet20, rnn"});
   EXPECT_EQ(ErrorLines("data: {name: imagenet}"),
             Lines{"r.yaml:1:14: data.name: unknown dataset 'imagenet'; known: mnist, fashion-mnist, cifar10, csv, "
                   "libsvm, image-folder, synthetic, friedman1, letor-synthetic, ctr-synthetic"});
@@ -678,7 +678,7 @@ TEST(RecipeOverrideTest, ErrorsNameTheFlag) {
   EXPECT_EQ(ErrorLines("name: run\n", {"epochs"}), Lines{"--set epochs: expected key.path=value, e.g. --set data.batch_size=64"});
   EXPECT_EQ(ErrorLines("name: run\n", {"model.name=resnet"}),
             Lines{"--set model.name=resnet: model.name: unknown model 'resnet' (did you mean 'resnet20'?); known: "
-                  "geomx-cnn, mlp, lenet5, resnet20"});
+                  "geomx-cnn, lenet5, mlp, resnet20, rnn"});
   EXPECT_EQ(ErrorLines("name: run\n", {"training.stop_at_target=true"}),
             Lines{"--set training.stop_at_target=true: training.stop_at_target: needs training.target_accuracy > 0 "
                   "(the accuracy to stop at)"});

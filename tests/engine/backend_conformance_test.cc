@@ -282,6 +282,65 @@ Row Pool2dRow(std::string name, Shape xs, Pool2dParams p) {
           }};
 }
 
+// One LSTM layer, straight from the equations of op_params.h (gates i, f, g, o; zero initial state).
+// x [N, T, I], w_ih [4H, I], w_hh [4H, H], b [4H] -> every step's h [N, T, H], or the last one [N, H].
+Vec RefLstm(const Vec& x, const Vec& w_ih, const Vec& w_hh, const Vec& b, int64_t n_, int64_t t_, int64_t i_,
+            int64_t h_, bool sequences) {
+  Vec out;
+  for (int64_t n = 0; n < n_; ++n) {
+    std::vector<double> h(static_cast<size_t>(h_), 0.0), c(static_cast<size_t>(h_), 0.0);
+    for (int64_t t = 0; t < t_; ++t) {
+      std::vector<double> gate(static_cast<size_t>(4 * h_));
+      for (int64_t r = 0; r < 4 * h_; ++r) {
+        double acc = b[r];
+        for (int64_t k = 0; k < i_; ++k) acc += static_cast<double>(w_ih[r * i_ + k]) * x[(n * t_ + t) * i_ + k];
+        for (int64_t k = 0; k < h_; ++k) acc += static_cast<double>(w_hh[r * h_ + k]) * h[k];
+        gate[r] = acc;
+      }
+      const auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+      for (int64_t k = 0; k < h_; ++k) {
+        const double ig = sig(gate[k]), fg = sig(gate[h_ + k]), gg = std::tanh(gate[2 * h_ + k]),
+                     og = sig(gate[3 * h_ + k]);
+        c[k] = fg * c[k] + ig * gg;
+        h[k] = og * std::tanh(c[k]);
+        if (sequences) out.push_back(static_cast<float>(h[k]));
+      }
+    }
+    if (!sequences) {
+      for (double v : h) out.push_back(static_cast<float>(v));
+    }
+  }
+  return out;
+}
+
+// Forward (training and inference) against RefLstm; the backward of x, w_ih, w_hh and b against finite
+// differences.
+Row LstmRow(std::string name, int64_t n, int64_t t, int64_t i, int64_t h, bool sequences) {
+  return {name, [=](Device d) {
+            const Shape xs{n, t, i}, wis{4 * h, i}, whs{4 * h, h}, bs{4 * h};
+            const Shape ys = sequences ? Shape{n, t, h} : Shape{n, h};
+            const std::vector<Vec> in = {RandomVec(xs, 40), RandomVec(wis, 41, -0.6f, 0.6f),
+                                         RandomVec(whs, 42, -0.6f, 0.6f), RandomVec(bs, 43, -0.5f, 0.5f)};
+            LstmParams p;
+            p.sequences = sequences;
+            const auto run = [=](const std::vector<Vec>& v, bool training) {
+              return ops::Lstm(On(d, v[0], xs), On(d, v[1], wis), On(d, v[2], whs), On(d, v[3], bs), p, training);
+            };
+            const ForwardFn fwd = [=](const std::vector<Vec>& v) { return run(v, false).y.ToFloatVector(); };
+            const Vec want = RefLstm(in[0], in[1], in[2], in[3], n, t, i, h, sequences);
+            EXPECT_TRUE(testing::AllClose(fwd(in), want, kFwdRtol, kFwdAtol)) << "inference";
+            const ops::LstmResult res = run(in, true);
+            EXPECT_TRUE(testing::AllClose(res.y.ToFloatVector(), want, kFwdRtol, kFwdAtol)) << "training";
+            const Vec r = RandomVec(ys, 44);
+            const ops::LstmGrads g = ops::LstmBackward(On(d, in[0], xs), On(d, in[1], wis), On(d, in[2], whs),
+                                                       On(d, in[3], bs), On(d, r, ys), res.workspace, p);
+            ExpectMatchesFiniteDiff("dx", fwd, in, 0, r, g.dx.ToFloatVector());
+            ExpectMatchesFiniteDiff("dw_ih", fwd, in, 1, r, g.dw_ih.ToFloatVector());
+            ExpectMatchesFiniteDiff("dw_hh", fwd, in, 2, r, g.dw_hh.ToFloatVector());
+            ExpectMatchesFiniteDiff("db", fwd, in, 3, r, g.db.ToFloatVector());
+          }};
+}
+
 Row BatchNormTrainingRow(std::string name, Shape xs) {
   return {
       name, [=](Device d) {
@@ -406,6 +465,10 @@ std::vector<Row> Rows() {
       ActivationRow("tanh", A::kTanh, {3, 5, 4}),
       ActivationRow("sigmoid", A::kSigmoid, {3, 5, 4}),
       ActivationRow("gelu", A::kGelu, {3, 5, 4}),
+      LstmRow("lstm_sequences", 2, 4, 3, 5, true),
+      LstmRow("lstm_last_step", 3, 5, 4, 3, false),
+      LstmRow("lstm_one_step", 2, 1, 2, 4, true),
+      LstmRow("lstm_wide_input", 2, 3, 17, 8, false),
       SoftmaxRow("softmax", false, 4, 7, 2.0f),
       SoftmaxRow("logsoftmax", true, 4, 7, 2.0f),
       SoftmaxRow("softmax_large_logits", false, 3, 6, 40.0f),

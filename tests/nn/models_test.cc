@@ -44,7 +44,7 @@ Shape OutputShape(Module& m, const Shape& in, Device d = Device::Cpu()) {
 }
 
 TEST(ModelsTest, RegistryListsTheBuiltIns) {
-  EXPECT_EQ(ModelNames(), (std::vector<std::string>{"geomx-cnn", "lenet5", "mlp", "resnet20"}));
+  EXPECT_EQ(ModelNames(), (std::vector<std::string>{"geomx-cnn", "lenet5", "mlp", "resnet20", "rnn"}));
 }
 
 TEST(ModelsTest, GeomxCnnIsExactlyTheDemoCnn) {
