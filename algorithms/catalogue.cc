@@ -13,8 +13,9 @@ std::vector<std::string> EstimatorsOf(const std::string& id) {
       {"ranksvm", {"ranksvm"}}, {"knn", {"knn"}}, {"kmeans", {"kmeans"}}, {"ftml", {"ftml"}}, {"ftrl", {"ftrl"}},
       {"gbdt", {"gbdt", "gbdt-regressor"}}, {"random-forest", {"random-forest", "random-forest-regressor"}},
       {"xgboost", {"xgboost", "xgboost-regressor", "xgboost-ranker"}},
+      {"ranknet", {"ranknet"}}, {"listnet", {"listnet"}},
       {"gbrank", {"gbrank"}}, {"lambdamart", {"lambdamart"}}, {"rankboost", {"rankboost"}},
-      {"adarank", {"adarank"}}};
+      {"adarank", {"adarank"}}, {"mf", {"mf"}}};
   std::vector<std::string> out;
   for (const auto& [entry, names] : kMap) {
     if (entry != id) continue;
@@ -29,7 +30,7 @@ std::vector<AlgorithmInfo> Build() {
   std::vector<AlgorithmInfo> kCatalogue = {
       {1, "gradient-descent", "cnn", "Convolutional Neural Network",
        "push per-layer gradients, pull weights (sum)", "model: {name: geomx-cnn} (also lenet5, resnet20)", true},
-      {2, "gradient-descent", "rnn", "Recurrent Neural Network (LSTM)", "push gradients, pull weights (sum)",
+      {2, "gradient-descent", "rnn", "Recurrent Neural Network (LSTM, GRU)", "push gradients, pull weights (sum)",
        "model: {name: rnn} (recipes/fashion_rnn.yaml)", true},
       {3, "gradient-descent", "rl", "Reinforcement Learning (policy gradient)", "actors push policy gradients", "",
        false},

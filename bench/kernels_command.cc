@@ -1,8 +1,9 @@
-// `geomx bench kernels`: measures training samples/s of geomx-cnn (forward, loss, backward, Adam) for each batch
-// size x thread count, runs the PyTorch peer (bench/peers/torch_cnn.py) on the same configurations in the same
-// run, and prints the ratio. Both sides train on the same real Fashion-MNIST batches in the same order
-// (bench/kernels_data.h): geomx opens the data set, computes the example order and writes it to a temporary file
-// that the peer reads with the images. No thresholds: the numbers are reported, never asserted.
+// `geomx bench kernels`: measures training samples/s of geomx-cnn, or of the rnn model with an LSTM or GRU of 128
+// units (--model), (forward, loss, backward, Adam) for each batch size x thread count, runs the PyTorch peer
+// (bench/peers/torch_cnn.py) on the same configurations in the same run, and prints the ratio. Both sides train on
+// the same real Fashion-MNIST batches in the same order (bench/kernels_data.h): geomx opens the data set, computes
+// the example order and writes it to a temporary file that the peer reads with the images. No thresholds: the
+// numbers are reported, never asserted.
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,10 +43,15 @@ struct Measured {
 // One configuration on the geomx side. Each step assembles batch i of `order` on the host (AssembleKernelsBatch:
 // fresh tensors, the data set's normalisation table, labels), then TrainStep: zero the gradients, forward,
 // cross-entropy, backward, Adam, read back the loss and the correct count.
-Result<Measured> MeasureGeomx(const data::Dataset& train, const std::vector<int64_t>& order, int batch, int threads,
-                              int iterations, int warmup) {
+Result<Measured> MeasureGeomx(const data::Dataset& train, const std::vector<int64_t>& order, const std::string& net,
+                              int batch, int threads, int iterations, int warmup) {
   BackendFor(DeviceKind::kCpu).SetNumThreads(threads);
   nn::ModelConfig mc;  // geomx-cnn on 1x28x28, 10 classes
+  if (net != "cnn") {  // the rnn model: one recurrent layer of 128 units over the 28 rows
+    mc.name = "rnn";
+    mc.cell = net;
+    mc.hidden = {128};
+  }
   Rng rng(0);
   GEOMX_ASSIGN_OR_RETURN(auto model, nn::CreateModel(mc, rng));
   nn::OptimizerConfig oc;  // adam, lr 0.001
@@ -128,8 +134,8 @@ Result<std::map<std::pair<int, int>, Measured>> MeasureTorch(const BenchKernelsF
   const fs::path script = f.torch_script.empty() ? DefaultTorchScript() : fs::path(f.torch_script);
   if (!fs::exists(script)) return Status::NotFound("PyTorch peer script not found: " + script.string());
   Result<std::string> all = cli::RunAndCapture(
-      {f.python, script.string(), "--data", data_dir, "--order", order_file, "--batch-sizes", Join(f.batch_sizes),
-       "--threads", Join(f.threads), "--iterations", std::to_string(f.iterations), "--warmup",
+      {f.python, script.string(), "--model", f.model, "--data", data_dir, "--order", order_file, "--batch-sizes",
+       Join(f.batch_sizes), "--threads", Join(f.threads), "--iterations", std::to_string(f.iterations), "--warmup",
        std::to_string(f.warmup)},
       interrupted);
   if (!all.ok() && all.status().code() == StatusCode::kCancelled) return all.status();
@@ -171,16 +177,18 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool
   std::string data_dir;
   GEOMX_ASSIGN_OR_RETURN(const std::shared_ptr<const data::Dataset> train, OpenKernelsTrainingSet(f.data, &data_dir));
   const std::vector<int64_t> order = KernelsExampleOrder(train->size(), kKernelsOrderSeed);
-  std::printf("geomx bench kernels: geomx-cnn training step (batch assembly, forward, cross-entropy, backward, Adam), "
+  const std::string what = f.model == "cnn" ? "geomx-cnn" : "rnn (" + f.model + ", 128 units)";
+  std::printf("geomx bench kernels: %s training step (batch assembly, forward, cross-entropy, backward, Adam), "
               "%d timed iterations after %d warm-up\n"
               "  data: the Fashion-MNIST training set in %s (%lld examples); both sides train on the same batches in "
               "the same order (order seed %llu)\n",
-              f.iterations, f.warmup, data_dir.c_str(), static_cast<long long>(train->size()),
+              what.c_str(), f.iterations, f.warmup, data_dir.c_str(), static_cast<long long>(train->size()),
               static_cast<unsigned long long>(kKernelsOrderSeed));
   std::map<std::pair<int, int>, Measured> ours;
   for (int b : f.batch_sizes) {
     for (int t : f.threads) {
-      GEOMX_ASSIGN_OR_RETURN(ours[std::make_pair(b, t)], MeasureGeomx(*train, order, b, t, f.iterations, f.warmup));
+      GEOMX_ASSIGN_OR_RETURN(ours[std::make_pair(b, t)],
+                             MeasureGeomx(*train, order, f.model, b, t, f.iterations, f.warmup));
     }
   }
   std::map<std::pair<int, int>, Measured> torch;
@@ -231,7 +239,7 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool
   if (!torch_note.empty()) std::printf("\nPyTorch peer not measured: %s\n", torch_note.c_str());
   if (!f.json_out.empty()) {
     cli::AddMachineAndDate(&json);
-    json.Add("data", data_dir).Add("order_seed", static_cast<uint64_t>(kKernelsOrderSeed));
+    json.Add("model", f.model).Add("data", data_dir).Add("order_seed", static_cast<uint64_t>(kKernelsOrderSeed));
     json.Add("iterations", f.iterations).Add("warmup", f.warmup);
     json.AddRaw("rows", "[" + rows + "]");
     std::ofstream out(f.json_out);

@@ -257,7 +257,9 @@ Status RunPredictCommand(const std::string& run, const std::string& input, const
     GEOMX_ASSIGN_OR_RETURN(Recipe recipe, LoadRecipe(recipe_path.string()));
     config = recipe.data;
   }
-  if (config.name != "csv" && config.name != "libsvm") config.name = "csv";  // image-trained: pixel rows as csv
+  if (config.name == "ratings-synthetic") config.name = "ratings";  // mf: `user item [rating]` lines
+  // image-trained: pixel rows as csv
+  if (config.name != "csv" && config.name != "libsvm" && config.name != "ratings") config.name = "csv";
   GEOMX_ASSIGN_OR_RETURN(data::Table table,
                          data::ReadTableFile(input, config, model.task, model.num_features, model.class_names));
   GEOMX_ASSIGN_OR_RETURN(algorithms::Prediction p, algorithms::PredictRaw(model, std::move(table), threads));

@@ -586,7 +586,7 @@ class RecipeReader {
     const data::TableTask task = def->task;
     const std::string& d = recipe_.data.name;
     const bool numeric_targets = task == data::TableTask::kRegression || task == data::TableTask::kRanking;
-    const bool table_file = d == "csv" || d == "libsvm";
+    const bool table_file = d == "csv" || d == "libsvm" || d == "ratings";
     data::TableTask generated_task = data::TableTask::kClassification;
     const bool generated = data::GeneratedTableTask(d, &generated_task);
     if (Clean({"data.name"}) && ((numeric_targets && !table_file && !generated) ||

@@ -127,6 +127,8 @@ std::vector<RecipeKey> BuildTable() {
        .help = "mlp: dropout probability after each hidden layer."},
       {.path = "model.init", .field = [](R r) -> F { return &r.model.init; }, .allowed = {"kaiming", "xavier"},
        .noun = "init", .help = "Weight initialisation of conv and linear layers."},
+      {.path = "model.cell", .field = [](R r) -> F { return &r.model.cell; }, .allowed = {"lstm", "gru"},
+       .noun = "cell", .help = "rnn: the recurrent layers, LSTM or GRU (docs/algorithms.md, \"rnn\")."},
 
       {.path = "algorithm.name", .field = [](R r) -> F { return &r.algorithm.name; },
        .allowed = EstimatorNames(), .noun = "algorithm",
@@ -135,16 +137,18 @@ std::vector<RecipeKey> BuildTable() {
 
       {.path = "data.name", .field = [](R r) -> F { return &r.data.name; },
        .allowed = {"mnist", "fashion-mnist", "cifar10", "csv", "libsvm", "image-folder", "synthetic", "friedman1",
-                   "letor-synthetic", "ctr-synthetic"},
-       .noun = "dataset", .help = "The dataset (its format). friedman1 (regression), letor-synthetic (ranking) and "
-       "ctr-synthetic (sparse click-through classification; synthetic_shape [fields, values per field]) are "
-       "generated tables for `algorithm` recipes (sizes from synthetic_train/test, seed from synthetic_seed)."},
+                   "letor-synthetic", "ctr-synthetic", "ratings", "ratings-synthetic"},
+       .noun = "dataset", .help = "The dataset (its format). friedman1 (regression), letor-synthetic (ranking), "
+       "ctr-synthetic (sparse click-through classification; synthetic_shape [fields, values per field]) and "
+       "ratings-synthetic (low-rank ratings for mf; synthetic_shape [users, items, rank]) are generated tables for "
+       "`algorithm` recipes (sizes from synthetic_train/test, seed from synthetic_seed). ratings: `user item rating` "
+       "files (MovieLens layout) for mf."},
       {.path = "data.path", .field = [](R r) -> F { return &r.data.path; },
        .help = "Directory of the dataset (idx, cifar10; image-folder: holding train/ and test/), or `auto` "
        "(well-known places such as /usr/share/datasets/<name>). csv, libsvm: the training file.",
        .allowed_doc = "a path or `auto`", .check = CheckNonEmpty},
       {.path = "data.test_path", .field = [](R r) -> F { return &r.data.test_path; },
-       .help = "csv, libsvm: the test file; empty = split `test_fraction` off the training file.",
+       .help = "csv, libsvm, ratings: the test file; empty = split `test_fraction` off the training file.",
        .allowed_doc = "a path, or empty"},
       {.path = "data.test_fraction", .field = [](R r) -> F { return &r.data.test_fraction; },
        .range = Between(0, true, 1, true), .help = "csv, libsvm without test_path: share held out for testing."},

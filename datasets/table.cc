@@ -15,13 +15,17 @@ bool GeneratedTableTask(const std::string& name, TableTask* task) {
     *task = TableTask::kRanking;
   } else if (name == "ctr-synthetic") {
     *task = TableTask::kClassification;
+  } else if (name == "ratings-synthetic") {
+    *task = TableTask::kRegression;
   } else {
     return false;
   }
   return true;
 }
 
-std::vector<std::string> GeneratedTableNames() { return {"friedman1", "letor-synthetic", "ctr-synthetic"}; }
+std::vector<std::string> GeneratedTableNames() {
+  return {"friedman1", "letor-synthetic", "ctr-synthetic", "ratings-synthetic"};
+}
 
 bool TableTaskSuits(TableTask generated, TableTask wanted) {
   return generated == wanted || (generated == TableTask::kClassification && wanted == TableTask::kClustering);

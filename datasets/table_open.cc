@@ -1,5 +1,6 @@
-// OpenTable and ReadTableFile (datasets/table.h): the readers of datasets/ as whole-table loaders, plus the two
-// table generators (friedman1 for regression, letor-synthetic for ranking).
+// OpenTable and ReadTableFile (datasets/table.h): the readers of datasets/ as whole-table loaders, plus the table
+// generators (friedman1 for regression, letor-synthetic for ranking, ctr-synthetic; ratings and ratings-synthetic
+// live in ratings.cc).
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "datasets/file_reader.h"
 #include "datasets/label_encoder.h"
 #include "datasets/libsvm.h"
+#include "datasets/ratings.h"
 #include "datasets/table.h"
 #include "engine/base/rng.h"
 
@@ -341,6 +343,7 @@ Result<TableSplits> OpenGenerated(const DataConfig& config, TableTask task) {
     return Status::InvalidArgument("data.name: " + config.name + " is a " + TableTaskName(generated) +
                                    " set; this algorithm does " + TableTaskName(task));
   }
+  if (config.name == "ratings-synthetic") return OpenRatingsSynthetic(config);
   if (config.name == "friedman1") {
     s.train = Friedman1(config.synthetic_train, &rng);
     s.test = Friedman1(config.synthetic_test, &rng);
@@ -420,6 +423,12 @@ Result<TableSplits> OpenTable(const DataConfig& config, const TableOptions& opti
     GEOMX_ASSIGN_OR_RETURN(splits, OpenGenerated(config, options.task));
   } else if (config.name == "csv" || config.name == "libsvm") {
     GEOMX_ASSIGN_OR_RETURN(splits, OpenTextTables(config, options.task));
+  } else if (config.name == "ratings") {
+    if (options.task != TableTask::kRegression) {
+      return Status::InvalidArgument("data.name: ratings is a regression set (user, item -> rating); this algorithm "
+                                     "does " + std::string(TableTaskName(options.task)));
+    }
+    GEOMX_ASSIGN_OR_RETURN(splits, OpenRatings(config));
   } else {
     if (options.task == TableTask::kRegression || options.task == TableTask::kRanking) {
       return Status::InvalidArgument("data.name: " + config.name + " holds class labels; a " +
@@ -451,6 +460,16 @@ Result<TableSplits> OpenTable(const DataConfig& config, const TableOptions& opti
 
 Result<Table> ReadTableFile(const std::string& path, const DataConfig& config, TableTask task, int64_t num_features,
                             const std::vector<std::string>& class_names) {
+  if (config.name == "ratings" || config.name == "ratings-synthetic") {
+    // Lines `user item` (no rating) are accepted; ids the model never saw are fine, ids above its largest are not.
+    GEOMX_ASSIGN_OR_RETURN(Table t, ReadRatingsFile(path, {.allow_unrated = true}));
+    if (t.cols > num_features) {
+      return Status::InvalidArgument(path + ": a user or item id is above " + std::to_string(num_features / 2 - 1) +
+                                     ", the largest id of the data the model was trained on");
+    }
+    t.cols = num_features;
+    return t;
+  }
   if (config.name != "csv" && config.name != "libsvm") {
     return Status::InvalidArgument(path + ": predict reads csv or libsvm files (the model was trained on " +
                                    config.name + "; give the rows as csv or libsvm)");

@@ -74,14 +74,14 @@ class Backend {
                                    const Tensor& save_mean, const Tensor& save_var, const Tensor& dy, Tensor* dx,
                                    Tensor* dgamma, Tensor* dbeta) = 0;
 
-  // ---- recurrent layers (LstmParams in op_params.h: shapes, layout, gate order) ----
+  // ---- recurrent layers (RnnParams in op_params.h: the cells, shapes, layout, gate order) ----
   // y: [N, T, H] when p.sequences, else [N, H]. Training passes `workspace`: the backend stores there what
-  // LstmBackward needs (its own layout and dtype; a fresh tensor each call) and the caller passes it back untouched.
+  // RnnBackward needs (its own layout and dtype; a fresh tensor each call) and the caller passes it back untouched.
   // Inference passes nullptr.
-  virtual Status LstmForward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
+  virtual Status RnnForward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
                              const Tensor& b, Tensor* y, Tensor* workspace) = 0;
   // dy is shaped like y. Writes dx [N, T, I] and overwrites dw_ih, dw_hh and db (shaped like the weights).
-  virtual Status LstmBackward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
+  virtual Status RnnBackward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
                               const Tensor& b, const Tensor& dy, const Tensor& workspace, Tensor* dx,
                               Tensor* dw_ih, Tensor* dw_hh, Tensor* db) = 0;
 

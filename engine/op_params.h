@@ -32,12 +32,25 @@ struct BatchNormParams {
   float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch_stat (PyTorch convention)
 };
 
-// One LSTM layer, one direction, zero initial hidden and cell state, over batch-major sequences x [N, T, I].
-// Weights in PyTorch's layout, gates in the order input, forget, cell candidate, output: w_ih [4H, I],
-// w_hh [4H, H], one bias b [4H] (a library with a second, recurrent bias holds it at zero).
-//   i = sigmoid(W_i x_t + U_i h_{t-1} + b_i)   f, o alike;   g = tanh(W_g x_t + U_g h_{t-1} + b_g)
-//   c_t = f * c_{t-1} + i * g;   h_t = o * tanh(c_t)
-struct LstmParams {
+// One recurrent layer, one direction, zero initial state, over batch-major sequences x [N, T, I]. Weights in
+// PyTorch's layout: w_ih [G*H, I], w_hh [G*H, H], gate blocks of H rows in the order below.
+//   kLstm, G = 4 (input, forget, cell candidate, output), one bias b [4H] (a library with a second, recurrent
+//   bias holds it at zero):
+//     i = sigmoid(W_i x_t + U_i h_{t-1} + b_i)   f, o alike;   g = tanh(W_g x_t + U_g h_{t-1} + b_g)
+//     c_t = f * c_{t-1} + i * g;   h_t = o * tanh(c_t)
+//   kGru, G = 3 (reset, update, new), two biases b = [b_ih (3H) | b_hh (3H)] [6H] (cuDNN's and PyTorch's GRU,
+//   the recurrent term of n inside the reset gate):
+//     r = sigmoid(W_r x_t + b_ir + U_r h_{t-1} + b_hr)   z alike
+//     n = tanh(W_n x_t + b_in + r * (U_n h_{t-1} + b_hn))
+//     h_t = (1 - z) * n + z * h_{t-1}
+enum class RnnCell : uint8_t { kLstm, kGru };
+
+// Gate blocks G of a cell (4 or 3) and the length of its bias vector in units of H (4 or 6).
+inline int RnnGates(RnnCell c) { return c == RnnCell::kLstm ? 4 : 3; }
+inline int RnnBiasBlocks(RnnCell c) { return c == RnnCell::kLstm ? 4 : 6; }
+
+struct RnnParams {
+  RnnCell cell = RnnCell::kLstm;
   bool sequences = true;  // the output: every step's h [N, T, H]; false: the last step's h [N, H]
 };
 

@@ -193,19 +193,21 @@ Tensor Pool2dBackward(const Tensor& x, const Tensor& dy, const Tensor& workspace
 
 namespace {
 
-// x [N, T, I], w_ih [4H, I], w_hh [4H, H], b [4H], all f32 on x's device. Returns the output shape.
-Shape CheckLstm(const char* op, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
-                const LstmParams& p) {
+// x [N, T, I], w_ih [G*H, I], w_hh [G*H, H], b [BiasBlocks*H] (op_params.h RnnParams), all f32 on x's device.
+// Returns the output shape.
+Shape CheckRnn(const char* op, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+               const RnnParams& p) {
   CheckF32(op, x, "x");
   CheckF32(op, w_ih, "w_ih");
   CheckF32(op, w_hh, "w_hh");
   CheckF32(op, b, "b");
+  const int64_t g = RnnGates(p.cell);
   GEOMX_CHECK(x.rank() == 3) << op << ": x must be [N, T, I], got " << x.shape().ToString();
-  GEOMX_CHECK(w_hh.rank() == 2 && w_hh.dim(1) > 0 && w_hh.dim(0) == 4 * w_hh.dim(1))
-      << op << ": w_hh must be [4H, H], got " << w_hh.shape().ToString();
+  GEOMX_CHECK(w_hh.rank() == 2 && w_hh.dim(1) > 0 && w_hh.dim(0) == g * w_hh.dim(1))
+      << op << ": w_hh must be [" << g << "H, H], got " << w_hh.shape().ToString();
   const int64_t h = w_hh.dim(1);
-  CheckShape(op, w_ih, Shape{4 * h, x.dim(2)}, "w_ih");
-  CheckShape(op, b, Shape{4 * h}, "b");
+  CheckShape(op, w_ih, Shape{g * h, x.dim(2)}, "w_ih");
+  CheckShape(op, b, Shape{RnnBiasBlocks(p.cell) * h}, "b");
   CheckSameDevice(op, x, w_ih);
   CheckSameDevice(op, x, w_hh);
   CheckSameDevice(op, x, b);
@@ -214,27 +216,27 @@ Shape CheckLstm(const char* op, const Tensor& x, const Tensor& w_ih, const Tenso
 
 }  // namespace
 
-LstmResult Lstm(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const LstmParams& p,
+RnnResult Rnn(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const RnnParams& p,
                 bool training) {
-  LstmResult r;
-  r.y = Tensor::Empty(CheckLstm("Lstm", x, w_ih, w_hh, b, p), DType::kF32, x.device());
-  GEOMX_CHECK_OK(BackendOf(x).LstmForward(p, x, w_ih, w_hh, b, &r.y, training ? &r.workspace : nullptr));
+  RnnResult r;
+  r.y = Tensor::Empty(CheckRnn("Rnn", x, w_ih, w_hh, b, p), DType::kF32, x.device());
+  GEOMX_CHECK_OK(BackendOf(x).RnnForward(p, x, w_ih, w_hh, b, &r.y, training ? &r.workspace : nullptr));
   return r;
 }
 
-LstmGrads LstmBackward(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const Tensor& dy,
-                       const Tensor& workspace, const LstmParams& p) {
-  const char* op = "LstmBackward";
-  const Shape y_shape = CheckLstm(op, x, w_ih, w_hh, b, p);
+RnnGrads RnnBackward(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const Tensor& dy,
+                       const Tensor& workspace, const RnnParams& p) {
+  const char* op = "RnnBackward";
+  const Shape y_shape = CheckRnn(op, x, w_ih, w_hh, b, p);
   CheckF32(op, dy, "dy");
   CheckSameDevice(op, x, dy);
   CheckShape(op, dy, y_shape, "dy");
-  LstmGrads g;
+  RnnGrads g;
   g.dx = Tensor::Empty(x.shape(), DType::kF32, x.device());
   g.dw_ih = Tensor::Empty(w_ih.shape(), DType::kF32, x.device());
   g.dw_hh = Tensor::Empty(w_hh.shape(), DType::kF32, x.device());
   g.db = Tensor::Empty(b.shape(), DType::kF32, x.device());
-  GEOMX_CHECK_OK(BackendOf(x).LstmBackward(p, x, w_ih, w_hh, b, dy, workspace, &g.dx, &g.dw_ih, &g.dw_hh, &g.db));
+  GEOMX_CHECK_OK(BackendOf(x).RnnBackward(p, x, w_ih, w_hh, b, dy, workspace, &g.dx, &g.dw_ih, &g.dw_hh, &g.db));
   return g;
 }
 

@@ -40,19 +40,19 @@ PoolResult Pool2d(const Tensor& x, const Pool2dParams& p);
 Tensor Pool2dBackward(const Tensor& x, const Tensor& dy, const Tensor& workspace, const Pool2dParams& p);
 
 // ---- recurrent ----
-// One LSTM layer (op_params.h LstmParams): x [N, T, I], w_ih [4H, I], w_hh [4H, H], b [4H] -> y [N, T, H] when
-// p.sequences, else [N, H]. `training`: also returns the workspace LstmBackward needs.
-struct LstmResult {
+// One recurrent layer (op_params.h RnnParams): x [N, T, I], w_ih [G*H, I], w_hh [G*H, H], b -> y [N, T, H] when
+// p.sequences, else [N, H]. `training`: also returns the workspace RnnBackward needs.
+struct RnnResult {
   Tensor y;
-  Tensor workspace;  // defined when training; pass back to LstmBackward
+  Tensor workspace;  // defined when training; pass back to RnnBackward
 };
-LstmResult Lstm(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const LstmParams& p,
+RnnResult Rnn(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const RnnParams& p,
                 bool training);
-struct LstmGrads {
+struct RnnGrads {
   Tensor dx, dw_ih, dw_hh, db;
 };
-LstmGrads LstmBackward(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const Tensor& dy,
-                       const Tensor& workspace, const LstmParams& p);
+RnnGrads RnnBackward(const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b, const Tensor& dy,
+                       const Tensor& workspace, const RnnParams& p);
 
 // ---- batch norm ----
 struct BatchNormResult {

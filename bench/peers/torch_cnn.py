@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""PyTorch peer for `geomx bench kernels`: training samples/s of GeoMX's demo CNN on real Fashion-MNIST batches,
-with the same architecture, loss, optimizer (Adam, lr 1e-3), batch sizes, threads, warm-up and iterations as the
+"""PyTorch peer for `geomx bench kernels`: training samples/s of GeoMX's demo CNN (--model cnn) or of geomx's `rnn`
+model with an LSTM or GRU of 128 units over the 28 rows (--model lstm|gru) on real Fashion-MNIST batches, with
+the same architecture, loss, optimizer (Adam, lr 1e-3), batch sizes, threads, warm-up and iterations as the
 geomx side, and the same batches in the same order (bench/kernels_data.h):
 
   - the training images and labels are read from the IDX files in --data (gzip or raw, as geomx finds them) with
@@ -89,12 +90,33 @@ def geomx_cnn(nn):
         nn.Linear(128, 10))
 
 
-def measure(torch, data, batch, threads, iterations, warmup):
+def row_rnn(nn, layer):
+    """geomx's `rnn` model: [N, 1, 28, 28] -> 28 steps of 28 values -> LSTM or GRU(128) -> last h -> Linear(10)."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = layer(28, 128, batch_first=True)
+            self.fc = nn.Linear(128, 10)
+
+        def forward(self, x):
+            out, _ = self.rnn(x.reshape(x.shape[0], 28, 28))
+            return self.fc(out[:, -1, :])
+    return Net()
+
+
+def build(nn, model):
+    """--model: cnn (geomx-cnn), lstm or gru (geomx's rnn model with model.cell lstm / gru, 128 hidden units)."""
+    if model == "cnn":
+        return geomx_cnn(nn)
+    return row_rnn(nn, nn.LSTM if model == "lstm" else nn.GRU)
+
+
+def measure(torch, data, batch, threads, iterations, warmup, model_name="cnn"):
     """(samples/s, mean loss of the timed steps)."""
     images, labels, order, lut = data
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = geomx_cnn(torch.nn)
+    model = build(torch.nn, model_name)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -144,6 +166,7 @@ def main():
     p.add_argument("--iterations", type=int, default=60)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--checksum", type=int, default=0, help="print the checksum of this many batches and exit")
+    p.add_argument("--model", choices=["cnn", "lstm", "gru"], default="cnn")
     a = p.parse_args()
     data = load(a.data, a.order)
     batch_sizes = [int(v) for v in a.batch_sizes.split(",")]
@@ -152,10 +175,10 @@ def main():
         return 0
     import torch
     torch.set_num_interop_threads(1)
-    params = sum(q.numel() for q in geomx_cnn(torch.nn).parameters())
+    params = sum(q.numel() for q in build(torch.nn, a.model).parameters())
     for b in batch_sizes:
         for t in [int(v) for v in a.threads.split(",")]:
-            sps, loss = measure(torch, data, b, t, a.iterations, a.warmup)
+            sps, loss = measure(torch, data, b, t, a.iterations, a.warmup, a.model)
             print(json.dumps({"batch": b, "threads": t, "samples_per_second": sps, "mean_loss": loss,
                               "torch": torch.__version__, "parameters": params}), flush=True)
     return 0

@@ -4,8 +4,9 @@
 --model cnn: the geomx-cnn network (torch_cnn.py's geomx_cnn) trained on cuda:0 with SGD, momentum 0.9 and weight
 decay 5e-4 (recipes/quickstart.yaml's optimizer). --model rnn: geomx's `rnn` model (recipes/fashion_rnn.yaml), an
 LSTM with 128 hidden units over the 28 rows of each image and a linear layer on its last hidden state (cuDNN's
-LSTM through torch.nn.LSTM), trained with Adam. Both on real Fashion-MNIST batches in a fixed random order, each
-built on the host and copied to the GPU; the loss and the batch accuracy are read every step, as geomx reads them.
+LSTM through torch.nn.LSTM), trained with Adam; --model gru: the same with a GRU (model.cell: gru). All on real
+Fashion-MNIST batches in a fixed random order, each built on the host and copied to the GPU; the loss and the
+batch accuracy are read every step, as geomx reads them.
 Prints one JSON line per batch size: {"peer", "model", "batch", "samples_per_second"}. The geomx side is
 `geomx train RECIPE --set device=cuda --set data.batch_size=B --set training.max_iterations=N` (summary.json:
 samples / train_seconds).
@@ -22,24 +23,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_cnn as tc  # noqa: E402
 
 
-def RowLstm(nn):
-    """geomx's `rnn` model: [N, 1, 28, 28] -> 28 steps of 28 values -> LSTM(128) -> last h -> Linear(10)."""
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lstm = nn.LSTM(28, 128, batch_first=True)
-            self.fc = nn.Linear(128, 10)
-
-        def forward(self, x):
-            out, _ = self.lstm(x.reshape(x.shape[0], 28, 28))
-            return self.fc(out[:, -1, :])
-    return Net()
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", required=True, help="directory with train-images-idx3-ubyte[.gz] and its labels")
-    p.add_argument("--model", choices=["cnn", "rnn"], default="cnn")
+    p.add_argument("--model", choices=["cnn", "rnn", "gru"], default="cnn")
     p.add_argument("--batch-sizes", default="32,64,256")
     p.add_argument("--iterations", type=int, default=1000)
     p.add_argument("--warmup", type=int, default=50)
@@ -58,7 +45,7 @@ def main():
             model = tc.geomx_cnn(torch.nn).to(dev)
             opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
         else:
-            model = RowLstm(torch.nn).to(dev)
+            model = tc.row_rnn(torch.nn, torch.nn.LSTM if a.model == "rnn" else torch.nn.GRU).to(dev)
             opt = torch.optim.Adam(model.parameters(), lr=0.002)
         loss_fn = torch.nn.CrossEntropyLoss()
         for i in range(a.warmup + a.iterations):

@@ -94,17 +94,17 @@ class Pool2dNode final : public FunctionNode {
   Tensor workspace_;
 };
 
-class LstmNode final : public FunctionNode {
+class RnnNode final : public FunctionNode {
  public:
-  LstmNode(const LstmParams& p, Tensor workspace) : p_(p), workspace_(std::move(workspace)) {}
-  const char* name() const override { return "Lstm"; }
+  RnnNode(const RnnParams& p, Tensor workspace) : p_(p), workspace_(std::move(workspace)) {}
+  const char* name() const override { return p_.cell == RnnCell::kLstm ? "Lstm" : "Gru"; }
   std::vector<Tensor> Backward(const Tensor& dy) override {
-    ops::LstmGrads r = ops::LstmBackward(In(0), In(1), In(2), In(3), dy, workspace_, p_);
+    ops::RnnGrads r = ops::RnnBackward(In(0), In(1), In(2), In(3), dy, workspace_, p_);
     return {std::move(r.dx), std::move(r.dw_ih), std::move(r.dw_hh), std::move(r.db)};
   }
 
  private:
-  LstmParams p_;
+  RnnParams p_;
   Tensor workspace_;
 };
 
@@ -335,11 +335,11 @@ Variable Conv2d(const Variable& x, const Variable& w, const Variable& b, const C
   return MakeResult(ops::Conv2d(x.data(), w.data(), bias, p), Make<Conv2dNode>(p), {x, w, b});
 }
 
-Variable Lstm(const Variable& x, const Variable& w_ih, const Variable& w_hh, const Variable& b, const LstmParams& p) {
+Variable Rnn(const Variable& x, const Variable& w_ih, const Variable& w_hh, const Variable& b, const RnnParams& p) {
   const bool record = GradEnabled() && (x.requires_grad() || w_ih.requires_grad() || w_hh.requires_grad() ||
                                         b.requires_grad());
-  ops::LstmResult r = ops::Lstm(x.data(), w_ih.data(), w_hh.data(), b.data(), p, record);
-  return MakeResult(std::move(r.y), Make<LstmNode>(p, std::move(r.workspace)), {x, w_ih, w_hh, b});
+  ops::RnnResult r = ops::Rnn(x.data(), w_ih.data(), w_hh.data(), b.data(), p, record);
+  return MakeResult(std::move(r.y), Make<RnnNode>(p, std::move(r.workspace)), {x, w_ih, w_hh, b});
 }
 
 Variable Pool2d(const Variable& x, const Pool2dParams& p) {

@@ -12,8 +12,9 @@ Variable MatMul(const Variable& a, const Variable& b);
 Variable Linear(const Variable& x, const Variable& w, const Variable& b);  // b may be undefined
 Variable Conv2d(const Variable& x, const Variable& w, const Variable& b, const Conv2dParams& p);
 Variable Pool2d(const Variable& x, const Pool2dParams& p);
-// One LSTM layer (op_params.h LstmParams): x [N, T, I] -> [N, T, H] (p.sequences) or the last h [N, H].
-Variable Lstm(const Variable& x, const Variable& w_ih, const Variable& w_hh, const Variable& b, const LstmParams& p);
+// One recurrent layer, LSTM or GRU (op_params.h RnnParams): x [N, T, I] -> [N, T, H] (p.sequences) or the last
+// h [N, H].
+Variable Rnn(const Variable& x, const Variable& w_ih, const Variable& w_hh, const Variable& b, const RnnParams& p);
 // training: batch statistics and running-stat update; otherwise running statistics (no grad to stats).
 Variable BatchNorm(const Variable& x, const Variable& gamma, const Variable& beta, Tensor* running_mean,
                    Tensor* running_var, bool training, const BatchNormParams& p);

@@ -60,9 +60,9 @@ class CpuBackend final : public Backend {
                            Tensor* dgamma, Tensor* dbeta) override;
 
   // onednn_eltwise.cc
-  Status LstmForward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+  Status RnnForward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
                      Tensor* y, Tensor* workspace) override;
-  Status LstmBackward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+  Status RnnBackward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
                       const Tensor& dy, const Tensor& workspace, Tensor* dx, Tensor* dw_ih, Tensor* dw_hh,
                       Tensor* db) override;
   Status ActivationForward(ActivationKind k, const Tensor& x, Tensor* y) override;

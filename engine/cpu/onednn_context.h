@@ -50,8 +50,8 @@ enum class OneDnnOp : int64_t {
   kEltwiseBackward = 12,
   kSoftmaxForward = 13,
   kSoftmaxBackward = 14,
-  kLstmForward = 15,
-  kLstmBackward = 16,
+  kRnnForward = 15,
+  kRnnBackward = 16,
 };
 
 // A primitive-cache key: the op kind followed by every shape and parameter that changes the primitive. Value type.

@@ -1,17 +1,22 @@
-// CpuBackend::LstmForward / LstmBackward on oneDNN's LSTM primitives (lstm_forward, lstm_backward), cached by
+// CpuBackend::RnnForward / RnnBackward on oneDNN's recurrent primitives: lstm_forward/backward for kLstm and the
+// linear-before-reset GRU (lbr_gru_forward/backward, the GRU of cuDNN and PyTorch) for kGru, cached by cell,
 // shape and propagation kind.
 //
-// Layouts (op_params.h LstmParams): x [N, T, I] is oneDNN's src_layer {T, N, I} in format ntc; w_ih [4H, I] and
-// w_hh [4H, H] are weights_layer {1, 1, I, 4, H} and weights_iter {1, 1, H, 4, H} in format ldgoi, and b [4H] is
-// bias {1, 1, 4, H} in ldgo; oneDNN's gate order (input, forget, candidate, output) is PyTorch's, so no gate is
-// moved. The primitives pick their own weight formats (format_tag::any) and Execute() reorders into them. The
-// initial states are oneDNN's zero descriptors (zero h0 and c0). dst_iter {1, 1, N, H} (ldnc) is the last step's
-// h, so a `sequences == false` output is written there directly and its gradient enters as diff_dst_iter.
+// Layouts (op_params.h RnnParams): x [N, T, I] is oneDNN's src_layer {T, N, I} in format ntc; the weights are
+// weights_layer {1, 1, I, G, H} and weights_iter {1, 1, H, G, H} in format ldgoi (our [G*H, I] row-major), and the
+// bias is {1, 1, 4, H} (ldgo) for both cells. Gate order: oneDNN's LSTM (input, forget, candidate, output) is ours;
+// its GRU orders (update, reset, new) where we order (reset, update, new), so the first two blocks swap, and its
+// single GRU bias is [b_iz + b_hz, b_ir + b_hr, b_in, b_hn] (the sums stand for two biases that only ever appear
+// added). The weights and the bias therefore pass through small converted copies in oneDNN's order; the
+// primitives pick their own weight formats (format_tag::any) and Execute() reorders into them. The initial states
+// are oneDNN's zero descriptors. dst_iter {1, 1, N, H} (ldnc) is the last step's h, so a `sequences == false`
+// output is read there and its gradient enters as diff_dst_iter.
 //
-// oneDNN's backward *accumulates* into the weight gradients and (in this version) writes them only in format ldigo,
-// {I, 4H} in memory, the transpose of ours: they go into zero-filled temporaries that are transposed into dw_ih
-// and dw_hh afterwards. The training workspace is one u8 tensor:
-//   [oneDNN workspace | dst_layer N*T*H f32 | dst_iter N*H f32 | dst_iter_c N*H f32], each part 64-byte aligned.
+// oneDNN's backward *accumulates* into the weight gradients and (in this version) writes them only in format ldigo
+// ({I, G*H} in memory, the transpose of ours): they go into zero-filled temporaries that are transposed and put
+// back in our gate order afterwards; the bias gradient is spread back over our bias (both halves of a summed pair
+// get the same gradient). The training workspace is one u8 tensor:
+//   [oneDNN workspace | dst_layer N*T*H f32 | dst_iter N*H f32 | dst_iter_c N*H f32 (LSTM)], 64-byte aligned.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -29,184 +34,256 @@ namespace {
 
 using lstm_fwd = dnnl::lstm_forward;
 using lstm_bwd = dnnl::lstm_backward;
+using gru_fwd = dnnl::lbr_gru_forward;
+using gru_bwd = dnnl::lbr_gru_backward;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
+using md = dnnl::memory::desc;
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
-struct LstmGeometry {
-  int64_t n, t, i, h;
-  dnnl::memory::desc x_md, w_ih_md, w_hh_md, b_md, seq_md, last_md;
-  dnnl::memory::desc dw_ih_md, dw_hh_md;  // ldigo: the only diff-weights format oneDNN's backward takes
+md Any(const md& m) { return md(m.dims(), dt::f32, tag::any); }
 
-  LstmGeometry(const Shape& x, const Shape& w_hh) : n(x.dim(0)), t(x.dim(1)), i(x.dim(2)), h(w_hh.dim(1)) {
-    x_md = dnnl::memory::desc({t, n, i}, dt::f32, tag::ntc);
-    w_ih_md = dnnl::memory::desc({1, 1, i, 4, h}, dt::f32, tag::ldgoi);
-    w_hh_md = dnnl::memory::desc({1, 1, h, 4, h}, dt::f32, tag::ldgoi);
-    b_md = dnnl::memory::desc({1, 1, 4, h}, dt::f32, tag::ldgo);
-    seq_md = dnnl::memory::desc({t, n, h}, dt::f32, tag::ntc);
-    last_md = dnnl::memory::desc({1, 1, n, h}, dt::f32, tag::ldnc);
-    dw_ih_md = dnnl::memory::desc({1, 1, i, 4, h}, dt::f32, tag::ldigo);
-    dw_hh_md = dnnl::memory::desc({1, 1, h, 4, h}, dt::f32, tag::ldigo);
-  }
+struct RnnGeometry {
+  RnnCell cell;
+  int64_t n, t, i, h, gates;
+  md x_md, w_ih_md, w_hh_md, b_md, seq_md, last_md;
+  md dw_ih_md, dw_hh_md;  // ldigo: the only diff-weights format oneDNN's backward takes
+  md last_c_md;           // the LSTM's cell state; a zero descriptor for the GRU
 
-  static dnnl::memory::desc Any(const dnnl::memory::desc& md) {
-    return dnnl::memory::desc(md.dims(), dt::f32, tag::any);
+  RnnGeometry(const RnnParams& p, const Shape& x, const Shape& w_hh)
+      : cell(p.cell), n(x.dim(0)), t(x.dim(1)), i(x.dim(2)), h(w_hh.dim(1)), gates(RnnGates(p.cell)) {
+    x_md = md({t, n, i}, dt::f32, tag::ntc);
+    w_ih_md = md({1, 1, i, gates, h}, dt::f32, tag::ldgoi);
+    w_hh_md = md({1, 1, h, gates, h}, dt::f32, tag::ldgoi);
+    b_md = md({1, 1, 4, h}, dt::f32, tag::ldgo);  // LSTM: 4 gates; LBR GRU: 3 gates + the b_hn block
+    seq_md = md({t, n, h}, dt::f32, tag::ntc);
+    last_md = md({1, 1, n, h}, dt::f32, tag::ldnc);
+    dw_ih_md = md({1, 1, i, gates, h}, dt::f32, tag::ldigo);
+    dw_hh_md = md({1, 1, h, gates, h}, dt::f32, tag::ldigo);
+    if (cell == RnnCell::kLstm) last_c_md = last_md;
   }
 
   OneDnnKey Key(OneDnnOp op, bool training) const {
     OneDnnKey key(op);
-    key.Add(n).Add(t).Add(i).Add(h).Add(training ? 1 : 0);
+    key.Add(static_cast<int64_t>(cell)).Add(n).Add(t).Add(i).Add(h).Add(training ? 1 : 0);
     return key;
   }
 
-  lstm_fwd::primitive_desc ForwardPd(const dnnl::engine& eng, bool training) const {
-    const dnnl::memory::desc zero;
-    lstm_fwd::desc d(training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
-                     dnnl::rnn_direction::unidirectional_left2right, x_md, zero, zero, Any(w_ih_md), Any(w_hh_md),
-                     b_md, seq_md, last_md, last_md);
-    return lstm_fwd::primitive_desc(d, OneDnnDefaultAttr(), eng);
-  }
+  // Our gate block -> oneDNN's (the GRU swaps reset and update).
+  int64_t DnnBlock(int64_t ours) const { return cell == RnnCell::kGru && ours < 2 ? 1 - ours : ours; }
 
   size_t SeqBytes() const { return static_cast<size_t>(n * t * h) * sizeof(float); }
   size_t LastBytes() const { return static_cast<size_t>(n * h) * sizeof(float); }
 };
 
+dnnl::prop_kind Prop(bool training) {
+  return training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+}
+
+constexpr auto kDir = dnnl::rnn_direction::unidirectional_left2right;
+
+// The forward primitive_desc of each cell (also the hint its backward is created with).
+lstm_fwd::primitive_desc LstmForwardPd(const RnnGeometry& g, const dnnl::engine& eng, bool training) {
+  const md zero;
+  lstm_fwd::desc d(Prop(training), kDir, g.x_md, zero, zero, Any(g.w_ih_md), Any(g.w_hh_md), g.b_md, g.seq_md,
+                   g.last_md, g.last_c_md);
+  return lstm_fwd::primitive_desc(d, OneDnnDefaultAttr(), eng);
+}
+
+gru_fwd::primitive_desc GruForwardPd(const RnnGeometry& g, const dnnl::engine& eng, bool training) {
+  const md zero;
+  gru_fwd::desc d(Prop(training), kDir, g.x_md, zero, Any(g.w_ih_md), Any(g.w_hh_md), g.b_md, g.seq_md, g.last_md);
+  return gru_fwd::primitive_desc(d, OneDnnDefaultAttr(), eng);
+}
+
+template <typename Prim, typename Pd>
+OneDnnPrimitive WithWeightReorders(const RnnGeometry& g, const dnnl::engine& eng, const Pd& pd) {
+  OneDnnPrimitive prim = MakeOneDnnPrimitive<Prim>(pd);
+  OneDnnAddReorder(eng, DNNL_ARG_WEIGHTS_LAYER, g.w_ih_md, pd.weights_layer_desc(), false, &prim);
+  OneDnnAddReorder(eng, DNNL_ARG_WEIGHTS_ITER, g.w_hh_md, pd.weights_iter_desc(), false, &prim);
+  return prim;
+}
+
+OneDnnPrimitive MakeForward(const RnnGeometry& g, const dnnl::engine& eng, bool training) {
+  if (g.cell == RnnCell::kLstm) return WithWeightReorders<lstm_fwd>(g, eng, LstmForwardPd(g, eng, training));
+  return WithWeightReorders<gru_fwd>(g, eng, GruForwardPd(g, eng, training));
+}
+
+OneDnnPrimitive MakeBackward(const RnnGeometry& g, const dnnl::engine& eng) {
+  const md zero;
+  if (g.cell == RnnCell::kLstm) {
+    lstm_bwd::desc d(dnnl::prop_kind::backward, kDir, g.x_md, zero, zero, Any(g.w_ih_md), Any(g.w_hh_md), g.b_md,
+                     g.seq_md, g.last_md, g.last_c_md, g.x_md, zero, zero, g.dw_ih_md, g.dw_hh_md, g.b_md, g.seq_md,
+                     g.last_md, g.last_c_md);
+    const lstm_bwd::primitive_desc pd(d, OneDnnDefaultAttr(), eng, LstmForwardPd(g, eng, true));
+    return WithWeightReorders<lstm_bwd>(g, eng, pd);
+  }
+  gru_bwd::desc d(dnnl::prop_kind::backward, kDir, g.x_md, zero, Any(g.w_ih_md), Any(g.w_hh_md), g.b_md, g.seq_md,
+                  g.last_md, g.x_md, zero, g.dw_ih_md, g.dw_hh_md, g.b_md, g.seq_md, g.last_md);
+  const gru_bwd::primitive_desc pd(d, OneDnnDefaultAttr(), eng, GruForwardPd(g, eng, true));
+  return WithWeightReorders<gru_bwd>(g, eng, pd);
+}
+
 // Offsets of the parts of the training workspace (see the file comment).
-struct LstmWorkspaceLayout {
+struct RnnWorkspaceLayout {
   size_t dnn = 0, seq = 0, last_h = 0, last_c = 0, total = 0;
-  LstmWorkspaceLayout(const LstmGeometry& g, size_t dnn_bytes) {
+  RnnWorkspaceLayout(const RnnGeometry& g, size_t dnn_bytes) {
     seq = Align64(dnn_bytes);
     last_h = seq + Align64(g.SeqBytes());
     last_c = last_h + Align64(g.LastBytes());
-    total = last_c + Align64(g.LastBytes());
+    total = last_c + (g.cell == RnnCell::kLstm ? Align64(g.LastBytes()) : 0);
   }
 };
 
-// out [cols, rows] = the transpose of src [rows, cols].
-void TransposeInto(const Tensor& src, int64_t rows, int64_t cols, Tensor* out) {
-  const float* s = src.data<float>();
+// Our weights [G*H, cols] -> the same layout with oneDNN's gate order.
+Tensor ToDnnWeights(const RnnGeometry& g, const Tensor& w, int64_t cols) {
+  Tensor out = Tensor::Empty(w.shape(), DType::kF32);
+  const size_t block = static_cast<size_t>(g.h * cols);
+  for (int64_t k = 0; k < g.gates; ++k) {
+    std::memcpy(out.data<float>() + g.DnnBlock(k) * block, w.data<float>() + k * block, block * sizeof(float));
+  }
+  return out;
+}
+
+// Our bias -> oneDNN's [4, H] (see the file comment).
+Tensor ToDnnBias(const RnnGeometry& g, const Tensor& b) {
+  if (g.cell == RnnCell::kLstm) return b;
+  Tensor out = Tensor::Empty(Shape{4 * g.h}, DType::kF32);
+  const float* s = b.data<float>();
+  float* o = out.data<float>();
+  for (int64_t j = 0; j < g.h; ++j) {
+    for (int64_t k = 0; k < 2; ++k) o[g.DnnBlock(k) * g.h + j] = s[k * g.h + j] + s[(3 + k) * g.h + j];
+    o[2 * g.h + j] = s[2 * g.h + j];  // b_in
+    o[3 * g.h + j] = s[5 * g.h + j];  // b_hn
+  }
+  return out;
+}
+
+// oneDNN's weight gradient (ldigo: [cols, G*H] in its gate order) -> ours [G*H, cols].
+void FromDnnWeightGrad(const RnnGeometry& g, const Tensor& t, int64_t cols, Tensor* out) {
+  const float* s = t.data<float>();
   float* o = out->data<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) o[c * rows + r] = s[r * cols + c];
+  const int64_t gh = g.gates * g.h;
+  for (int64_t k = 0; k < g.gates; ++k) {
+    const int64_t dk = g.DnnBlock(k);
+    for (int64_t r = 0; r < g.h; ++r) {
+      for (int64_t c = 0; c < cols; ++c) o[(k * g.h + r) * cols + c] = s[c * gh + dk * g.h + r];
+    }
   }
 }
 
-OneDnnPrimitive MakeForward(const LstmGeometry& g, const dnnl::engine& eng, bool training) {
-  const lstm_fwd::primitive_desc pd = g.ForwardPd(eng, training);
-  OneDnnPrimitive prim = MakeOneDnnPrimitive<lstm_fwd>(pd);
-  OneDnnAddReorder(eng, DNNL_ARG_WEIGHTS_LAYER, g.w_ih_md, pd.weights_layer_desc(), false, &prim);
-  OneDnnAddReorder(eng, DNNL_ARG_WEIGHTS_ITER, g.w_hh_md, pd.weights_iter_desc(), false, &prim);
-  return prim;
-}
-
-OneDnnPrimitive MakeBackward(const LstmGeometry& g, const dnnl::engine& eng) {
-  const dnnl::memory::desc zero;
-  lstm_bwd::desc d(dnnl::prop_kind::backward, dnnl::rnn_direction::unidirectional_left2right, g.x_md, zero, zero,
-                   LstmGeometry::Any(g.w_ih_md), LstmGeometry::Any(g.w_hh_md), g.b_md, g.seq_md, g.last_md,
-                   g.last_md, g.x_md, zero, zero, g.dw_ih_md, g.dw_hh_md, g.b_md, g.seq_md, g.last_md, g.last_md);
-  const lstm_bwd::primitive_desc pd(d, OneDnnDefaultAttr(), eng, g.ForwardPd(eng, true));
-  OneDnnPrimitive prim = MakeOneDnnPrimitive<lstm_bwd>(pd);
-  OneDnnAddReorder(eng, DNNL_ARG_WEIGHTS_LAYER, g.w_ih_md, pd.weights_layer_desc(), false, &prim);
-  OneDnnAddReorder(eng, DNNL_ARG_WEIGHTS_ITER, g.w_hh_md, pd.weights_iter_desc(), false, &prim);
-  return prim;
+// oneDNN's bias gradient [4, H] -> ours (a summed pair of biases gets the same gradient twice).
+void FromDnnBiasGrad(const RnnGeometry& g, const Tensor& t, Tensor* out) {
+  if (g.cell == RnnCell::kLstm) {
+    std::memcpy(out->raw_data(), t.raw_data(), out->nbytes());
+    return;
+  }
+  const float* s = t.data<float>();
+  float* o = out->data<float>();
+  for (int64_t j = 0; j < g.h; ++j) {
+    for (int64_t k = 0; k < 2; ++k) o[k * g.h + j] = o[(3 + k) * g.h + j] = s[g.DnnBlock(k) * g.h + j];
+    o[2 * g.h + j] = s[2 * g.h + j];
+    o[5 * g.h + j] = s[3 * g.h + j];
+  }
 }
 
 }  // namespace
 
-Status CpuBackend::LstmForward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
-                               const Tensor& b, Tensor* y, Tensor* workspace) {
-  const LstmGeometry g(x.shape(), w_hh.shape());
+Status CpuBackend::RnnForward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
+                              const Tensor& b, Tensor* y, Tensor* workspace) {
+  const RnnGeometry g(p, x.shape(), w_hh.shape());
   const bool training = workspace != nullptr;
   if (g.n == 0 || g.t == 0) {  // nothing to run: h stays at its zero initial state
     if (training) *workspace = Tensor::Empty(Shape{0}, DType::kU8);
     return Fill(0.0f, y);
   }
-  const OneDnnKey key = g.Key(OneDnnOp::kLstmForward, training);
-  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim, dnn_->GetOrCreate("LstmForward", key, [&] {
-                           return MakeForward(g, dnn_->engine(), training);
-                         }));
-  const LstmWorkspaceLayout layout(g, prim->workspace.get_size());
-  // oneDNN writes the sequence, the last h and the last c into the workspace tensor (scratch in inference); the
-  // caller's output is copied out of it, and the backward reads it back from there.
+  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
+                         dnn_->GetOrCreate("RnnForward", g.Key(OneDnnOp::kRnnForward, training),
+                                           [&] { return MakeForward(g, dnn_->engine(), training); }));
+  const RnnWorkspaceLayout layout(g, prim->workspace.get_size());
+  // oneDNN writes the sequence, the last h (and c) into the workspace tensor (scratch in inference); the caller's
+  // output is copied out of it, and the backward reads it back from there.
   Tensor ws = Tensor::Empty(Shape{static_cast<int64_t>(layout.total)}, DType::kU8);
   auto* base = static_cast<std::byte*>(ws.raw_data());
+  const Tensor w_ih_d = ToDnnWeights(g, w_ih, g.i), w_hh_d = ToDnnWeights(g, w_hh, g.h), b_d = ToDnnBias(g, b);
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC_LAYER, dnn_->Wrap(x, g.x_md)},
-      {DNNL_ARG_WEIGHTS_LAYER, dnn_->Wrap(w_ih, g.w_ih_md)},
-      {DNNL_ARG_WEIGHTS_ITER, dnn_->Wrap(w_hh, g.w_hh_md)},
-      {DNNL_ARG_BIAS, dnn_->Wrap(b, g.b_md)},
+      {DNNL_ARG_WEIGHTS_LAYER, dnn_->Wrap(w_ih_d, g.w_ih_md)},
+      {DNNL_ARG_WEIGHTS_ITER, dnn_->Wrap(w_hh_d, g.w_hh_md)},
+      {DNNL_ARG_BIAS, dnn_->Wrap(b_d, g.b_md)},
       {DNNL_ARG_DST_LAYER, dnn_->WrapRaw(base + layout.seq, g.seq_md)},
-      {DNNL_ARG_DST_ITER, dnn_->WrapRaw(base + layout.last_h, g.last_md)},
-      {DNNL_ARG_DST_ITER_C, dnn_->WrapRaw(base + layout.last_c, g.last_md)}};
+      {DNNL_ARG_DST_ITER, dnn_->WrapRaw(base + layout.last_h, g.last_md)}};
+  if (g.cell == RnnCell::kLstm) args.emplace(DNNL_ARG_DST_ITER_C, dnn_->WrapRaw(base + layout.last_c, g.last_c_md));
   if (training) args.emplace(DNNL_ARG_WORKSPACE, dnn_->WrapRaw(base + layout.dnn, prim->workspace));
-  GEOMX_RETURN_IF_ERROR(dnn_->Execute("LstmForward", *prim, std::move(args)));
+  GEOMX_RETURN_IF_ERROR(dnn_->Execute("RnnForward", *prim, std::move(args)));
   std::memcpy(y->raw_data(), p.sequences ? base + layout.seq : base + layout.last_h,
               p.sequences ? g.SeqBytes() : g.LastBytes());
-  if (!training) return Status::Ok();
-  *workspace = ws;
+  if (training) *workspace = ws;
   return Status::Ok();
 }
 
-Status CpuBackend::LstmBackward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
-                                const Tensor& b, const Tensor& dy, const Tensor& workspace, Tensor* dx,
-                                Tensor* dw_ih, Tensor* dw_hh, Tensor* db) {
-  const LstmGeometry g(x.shape(), w_hh.shape());
-  // oneDNN accumulates into the weight gradients (see the file comment).
-  GEOMX_RETURN_IF_ERROR(Fill(0.0f, db));
+Status CpuBackend::RnnBackward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
+                               const Tensor& b, const Tensor& dy, const Tensor& workspace, Tensor* dx, Tensor* dw_ih,
+                               Tensor* dw_hh, Tensor* db) {
+  const RnnGeometry g(p, x.shape(), w_hh.shape());
   if (g.n == 0 || g.t == 0) {
+    GEOMX_RETURN_IF_ERROR(Fill(0.0f, db));
     GEOMX_RETURN_IF_ERROR(Fill(0.0f, dw_ih));
     GEOMX_RETURN_IF_ERROR(Fill(0.0f, dw_hh));
     return Fill(0.0f, dx);
   }
   GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
-                         dnn_->GetOrCreate("LstmBackward", g.Key(OneDnnOp::kLstmBackward, true),
+                         dnn_->GetOrCreate("RnnBackward", g.Key(OneDnnOp::kRnnBackward, true),
                                            [&] { return MakeBackward(g, dnn_->engine()); }));
   GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* fwd,
-                         dnn_->GetOrCreate("LstmForward", g.Key(OneDnnOp::kLstmForward, true),
+                         dnn_->GetOrCreate("RnnForward", g.Key(OneDnnOp::kRnnForward, true),
                                            [&] { return MakeForward(g, dnn_->engine(), true); }));
-  const LstmWorkspaceLayout layout(g, fwd->workspace.get_size());
+  const RnnWorkspaceLayout layout(g, fwd->workspace.get_size());
   if (!workspace.defined() || !workspace.device().is_cpu() || workspace.dtype() != DType::kU8 ||
       workspace.nbytes() != layout.total) {
-    return Status::InvalidArgument("LstmBackward: needs the workspace of LstmForward in training (" +
+    return Status::InvalidArgument("RnnBackward: needs the workspace of RnnForward in training (" +
                                    std::to_string(layout.total) + " bytes), got " +
                                    (workspace.defined() ? workspace.ToString() : std::string("none")));
   }
   auto* base = static_cast<std::byte*>(workspace.raw_data());
   // The gradient of the output that the caller did not receive is zero.
-  Tensor zero_seq, zero_last_c = Tensor::Zeros(Shape{g.n, g.h}, DType::kF32);
-  Tensor zero_last_h;
+  const Tensor zero_last = Tensor::Zeros(Shape{g.n, g.h}, DType::kF32);
+  Tensor zero_seq;
   const void* d_seq = dy.raw_data();
-  const void* d_last = nullptr;
-  if (p.sequences) {
-    zero_last_h = Tensor::Zeros(Shape{g.n, g.h}, DType::kF32);
-    d_last = zero_last_h.raw_data();
-  } else {
+  const void* d_last = zero_last.raw_data();
+  if (!p.sequences) {
     zero_seq = Tensor::Zeros(Shape{g.n, g.t, g.h}, DType::kF32);
     d_seq = zero_seq.raw_data();
     d_last = dy.raw_data();
   }
-  const Tensor dw_ih_t = Tensor::Zeros(Shape{g.i, 4 * g.h}, DType::kF32);
-  const Tensor dw_hh_t = Tensor::Zeros(Shape{g.h, 4 * g.h}, DType::kF32);
+  const Tensor w_ih_d = ToDnnWeights(g, w_ih, g.i), w_hh_d = ToDnnWeights(g, w_hh, g.h), b_d = ToDnnBias(g, b);
+  // oneDNN accumulates into the weight gradients (see the file comment).
+  const Tensor dw_ih_t = Tensor::Zeros(Shape{g.i, g.gates * g.h}, DType::kF32);
+  const Tensor dw_hh_t = Tensor::Zeros(Shape{g.h, g.gates * g.h}, DType::kF32);
+  const Tensor db_t = Tensor::Zeros(Shape{4 * g.h}, DType::kF32);
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC_LAYER, dnn_->Wrap(x, g.x_md)},
-      {DNNL_ARG_WEIGHTS_LAYER, dnn_->Wrap(w_ih, g.w_ih_md)},
-      {DNNL_ARG_WEIGHTS_ITER, dnn_->Wrap(w_hh, g.w_hh_md)},
-      {DNNL_ARG_BIAS, dnn_->Wrap(b, g.b_md)},
+      {DNNL_ARG_WEIGHTS_LAYER, dnn_->Wrap(w_ih_d, g.w_ih_md)},
+      {DNNL_ARG_WEIGHTS_ITER, dnn_->Wrap(w_hh_d, g.w_hh_md)},
+      {DNNL_ARG_BIAS, dnn_->Wrap(b_d, g.b_md)},
       {DNNL_ARG_DST_LAYER, dnn_->WrapRaw(base + layout.seq, g.seq_md)},
       {DNNL_ARG_DST_ITER, dnn_->WrapRaw(base + layout.last_h, g.last_md)},
-      {DNNL_ARG_DST_ITER_C, dnn_->WrapRaw(base + layout.last_c, g.last_md)},
       {DNNL_ARG_DIFF_DST_LAYER, dnn_->WrapRaw(const_cast<void*>(d_seq), g.seq_md)},
       {DNNL_ARG_DIFF_DST_ITER, dnn_->WrapRaw(const_cast<void*>(d_last), g.last_md)},
-      {DNNL_ARG_DIFF_DST_ITER_C, dnn_->Wrap(zero_last_c, g.last_md)},
       {DNNL_ARG_WORKSPACE, dnn_->WrapRaw(base + layout.dnn, prim->workspace)},
       {DNNL_ARG_DIFF_SRC_LAYER, dnn_->Wrap(*dx, g.x_md)},
       {DNNL_ARG_DIFF_WEIGHTS_LAYER, dnn_->Wrap(dw_ih_t, g.dw_ih_md)},
       {DNNL_ARG_DIFF_WEIGHTS_ITER, dnn_->Wrap(dw_hh_t, g.dw_hh_md)},
-      {DNNL_ARG_DIFF_BIAS, dnn_->Wrap(*db, g.b_md)}};
-  GEOMX_RETURN_IF_ERROR(dnn_->Execute("LstmBackward", *prim, std::move(args)));
-  TransposeInto(dw_ih_t, g.i, 4 * g.h, dw_ih);
-  TransposeInto(dw_hh_t, g.h, 4 * g.h, dw_hh);
+      {DNNL_ARG_DIFF_BIAS, dnn_->Wrap(db_t, g.b_md)}};
+  if (g.cell == RnnCell::kLstm) {
+    args.emplace(DNNL_ARG_DST_ITER_C, dnn_->WrapRaw(base + layout.last_c, g.last_c_md));
+    args.emplace(DNNL_ARG_DIFF_DST_ITER_C, dnn_->Wrap(zero_last, g.last_c_md));
+  }
+  GEOMX_RETURN_IF_ERROR(dnn_->Execute("RnnBackward", *prim, std::move(args)));
+  FromDnnWeightGrad(g, dw_ih_t, g.i, dw_ih);
+  FromDnnWeightGrad(g, dw_hh_t, g.h, dw_hh);
+  FromDnnBiasGrad(g, db_t, db);
   return Status::Ok();
 }
 

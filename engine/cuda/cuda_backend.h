@@ -98,9 +98,9 @@ class CudaBackend final : public Backend {
                            Tensor* dgamma, Tensor* dbeta) override;
 
   // cudnn_activation.cc (GELU through the kernels/activation.h functors)
-  Status LstmForward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+  Status RnnForward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
                      Tensor* y, Tensor* workspace) override;
-  Status LstmBackward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
+  Status RnnBackward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b,
                       const Tensor& dy, const Tensor& workspace, Tensor* dx, Tensor* dw_ih, Tensor* dw_hh,
                       Tensor* db) override;
   Status ActivationForward(ActivationKind k, const Tensor& x, Tensor* y) override;

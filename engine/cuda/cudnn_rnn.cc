@@ -1,9 +1,11 @@
-// CudaBackend::LstmForward / LstmBackward on cuDNN's RNN API (cudnnRNNForward, cudnnRNNBackwardData_v8,
-// cudnnRNNBackwardWeights_v8): one unidirectional LSTM layer in f32 with zero initial h and c (op_params.h).
+// CudaBackend::RnnForward / RnnBackward on cuDNN's RNN API (cudnnRNNForward, cudnnRNNBackwardData_v8,
+// cudnnRNNBackwardWeights_v8): one unidirectional LSTM or GRU layer in f32 with zero initial state (op_params.h).
 //
-// How LstmParams maps onto cuDNN:
-//   - the RNN descriptor: CUDNN_LSTM, the standard algorithm, linear input, one input bias per gate
-//     (CUDNN_RNN_SINGLE_INP_BIAS holds our single b), projSize = H (no projection), one layer, and a dropout
+// How RnnParams maps onto cuDNN:
+//   - the RNN descriptor: CUDNN_LSTM with one input bias per gate (CUDNN_RNN_SINGLE_INP_BIAS holds our single b),
+//     or CUDNN_GRU with both biases (CUDNN_RNN_DOUBLE_BIAS: our b_ih and b_hh; cuDNN's GRU is PyTorch's, with the
+//     recurrent term of the new gate inside the reset gate's product); the standard algorithm, linear input,
+//     projSize = H (no projection), one layer, and a dropout
 //     descriptor with probability 0 and no RNG states (nothing to drop between layers of a one-layer network).
 //     Math: full f32 (CUDNN_FMA_MATH) unless options.allow_tf32, like the convolutions;
 //   - x [N, T, I] and the sequence y [N, T, H] are RNN data descriptors in CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED
@@ -15,10 +17,11 @@
 //     the backward as dhy, with a zero gradient for the sequence;
 //   - the weights: cuDNN wants them in one weight space of its own layout. Every call builds it in scratch memory:
 //     zeroed, then for each linear layer cudnnGetRNNWeightParams (pseudo-layer 0) reports where its matrix and
-//     bias live. IDs 0-3 are the input matrices of the gates input, forget, cell candidate and output (PyTorch's
-//     order, ours), IDs 4-7 the recurrent ones; each is a row-major [H, I] or [H, H] block, i.e. exactly rows
-//     gate*H .. gate*H+H-1 of w_ih or w_hh, and is checked against the reported shape before anything is copied.
-//     b goes to each gate's input bias; a recurrent bias, if cuDNN kept one, stays zero. The backward lets
+//     bias live. IDs 0..G-1 are the input matrices of the gates (LSTM: input, forget, cell candidate, output; GRU:
+//     reset, update, new: PyTorch's orders, ours), IDs G..2G-1 the recurrent ones; each is a row-major [H, I] or
+//     [H, H] block, i.e. exactly rows gate*H .. gate*H+H-1 of w_ih or w_hh, and is checked against the reported
+//     shape before anything is copied. LSTM: b goes to each gate's input bias; a recurrent bias, if cuDNN kept
+//     one, stays zero. GRU: b_ih to the input biases, b_hh to the recurrent ones. The backward lets
 //     cuDNN accumulate (CUDNN_WGRAD_MODE_ADD) into a zeroed gradient space with the same layout and copies the
 //     gradients out of the same places.
 //
@@ -49,13 +52,15 @@ namespace geomx {
 
 namespace {
 
-constexpr size_t kGates = 4;  // input, forget, cell candidate, output
+constexpr size_t kMaxGates = 4;  // LSTM: input, forget, cell candidate, output; GRU: reset, update, new
 constexpr size_t kAlign = 256;
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Problem sizes as cuDNN's ints. `i` is the input size given to cuDNN: 1 when x has no features (no_input).
-struct LstmDims {
+struct RnnDims {
+  RnnCell cell = RnnCell::kLstm;
+  size_t gates = 4;
   int n = 0, t = 0, i = 0, h = 0;
   bool no_input = false;
 
@@ -67,15 +72,17 @@ struct LstmDims {
   }
 };
 
-Result<LstmDims> GetDims(const char* op, const Tensor& x, const Tensor& w_hh) {
+Result<RnnDims> GetDims(const char* op, const RnnParams& p, const Tensor& x, const Tensor& w_hh) {
   const int64_t n = x.dim(0), t = x.dim(1), i = x.dim(2), h = w_hh.dim(1);
-  for (int64_t v : {n, t, i, h, 4 * h, n * h}) {
+  for (int64_t v : {n, t, i, h, 6 * h, n * h}) {
     if (v < 0 || v > INT_MAX) {
       return Status::Unimplemented(std::string(op) + ": x " + x.shape().ToString() + " with H = " +
                                    std::to_string(h) + " exceeds cuDNN's int range");
     }
   }
-  LstmDims d;
+  RnnDims d;
+  d.cell = p.cell;
+  d.gates = static_cast<size_t>(RnnGates(p.cell));
   d.n = static_cast<int>(n);
   d.t = static_cast<int>(t);
   d.h = static_cast<int>(h);
@@ -86,7 +93,7 @@ Result<LstmDims> GetDims(const char* op, const Tensor& x, const Tensor& w_hh) {
 
 // The descriptors of one call. Members are destroyed in reverse order: the RNN descriptor (which refers to the
 // dropout descriptor) goes first.
-struct LstmDescs {
+struct RnnDescs {
   std::vector<int> seq_lengths;  // host copy, every entry T
   CudnnDropoutDesc dropout;
   CudnnRnnDesc rnn;
@@ -100,7 +107,7 @@ Result<CudnnTensorDesc> NewTensorDesc() {
   return CudnnTensorDesc(d);
 }
 
-Result<CudnnRnnDataDesc> MakeRnnDataDesc(const LstmDims& d, int vector_size, const std::vector<int>& lengths) {
+Result<CudnnRnnDataDesc> MakeRnnDataDesc(const RnnDims& d, int vector_size, const std::vector<int>& lengths) {
   cudnnRNNDataDescriptor_t raw = nullptr;
   GEOMX_CUDA_RETURN_IF_ERROR(cudnnCreateRNNDataDescriptor(&raw));
   CudnnRnnDataDesc owned(raw);
@@ -112,8 +119,8 @@ Result<CudnnRnnDataDesc> MakeRnnDataDesc(const LstmDims& d, int vector_size, con
 }
 
 // Under the library lock (the dropout descriptor is set through the handle).
-Result<LstmDescs> MakeLstmDescs(cudnnHandle_t handle, const LstmDims& d, bool allow_tf32) {
-  LstmDescs s;
+Result<RnnDescs> MakeRnnDescs(cudnnHandle_t handle, const RnnDims& d, bool allow_tf32) {
+  RnnDescs s;
   s.seq_lengths.assign(static_cast<size_t>(d.n), d.t);
   cudnnDropoutDescriptor_t drop = nullptr;
   GEOMX_CUDA_RETURN_IF_ERROR(cudnnCreateDropoutDescriptor(&drop));
@@ -124,7 +131,9 @@ Result<LstmDescs> MakeLstmDescs(cudnnHandle_t handle, const LstmDims& d, bool al
   GEOMX_CUDA_RETURN_IF_ERROR(cudnnCreateRNNDescriptor(&rnn));
   s.rnn.reset(rnn);
   GEOMX_CUDA_RETURN_IF_ERROR(cudnnSetRNNDescriptor_v8(
-      rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
+      rnn, CUDNN_RNN_ALGO_STANDARD, d.cell == RnnCell::kLstm ? CUDNN_LSTM : CUDNN_GRU,
+      d.cell == RnnCell::kLstm ? CUDNN_RNN_SINGLE_INP_BIAS : CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
+      CUDNN_LINEAR_INPUT,
       /*dataType=*/CUDNN_DATA_FLOAT, /*mathPrec=*/CUDNN_DATA_FLOAT, allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH,
       /*inputSize=*/d.i, /*hiddenSize=*/d.h, /*projSize=*/d.h, /*numLayers=*/1, drop, CUDNN_RNN_PADDED_IO_ENABLED));
   GEOMX_ASSIGN_OR_RETURN(s.x, MakeRnnDataDesc(d, d.i, s.seq_lengths));
@@ -148,7 +157,9 @@ Result<std::shared_ptr<Storage>> DeviceSeqLengths(CudaContext& ctx, const std::v
 // Byte offsets of each gate's parameters in the weight space (and, equally, in the gradient space).
 struct WeightLayout {
   size_t bytes = 0;  // cudnnGetRNNWeightSpaceSize
-  std::array<size_t, kGates> w_ih{}, w_hh{}, bias{};
+  std::array<size_t, kMaxGates> w_ih{}, w_hh{};
+  std::array<size_t, kMaxGates> bias{};      // LSTM: where b goes; GRU: b_ih
+  std::array<size_t, kMaxGates> rec_bias{};  // GRU: b_hh
 };
 
 struct NdInfo {
@@ -186,18 +197,18 @@ Result<size_t> OffsetIn(const void* base, size_t bytes, const void* addr, size_t
 
 // Under the library lock. Asks cuDNN where every matrix and bias lives in `space` (a buffer of
 // cudnnGetRNNWeightSpaceSize bytes; only its address is used) and checks the shapes against the copies we make.
-Result<WeightLayout> LocateWeights(cudnnHandle_t handle, const LstmDescs& s, const LstmDims& d, const void* space,
+Result<WeightLayout> LocateWeights(cudnnHandle_t handle, const RnnDescs& s, const RnnDims& d, const void* space,
                                    size_t bytes) {
   WeightLayout layout;
   layout.bytes = bytes;
-  std::array<bool, kGates> has_input_bias{}, has_rec_bias{};
-  std::array<size_t, kGates> rec_bias{};
+  std::array<bool, kMaxGates> has_input_bias{}, has_rec_bias{};
+  std::array<size_t, kMaxGates>& rec_bias = layout.rec_bias;
   GEOMX_ASSIGN_OR_RETURN(CudnnTensorDesc m_desc, NewTensorDesc());
   GEOMX_ASSIGN_OR_RETURN(CudnnTensorDesc b_desc, NewTensorDesc());
-  for (size_t k = 0; k < 2 * kGates; ++k) {
+  for (size_t k = 0; k < 2 * d.gates; ++k) {
     const int id = static_cast<int>(k);  // cuDNN's linLayerID
-    const bool recurrent = k >= kGates;
-    const size_t gate = k % kGates;
+    const bool recurrent = k >= d.gates;
+    const size_t gate = k % d.gates;
     const int cols = recurrent ? d.h : d.i;
     void* m_addr = nullptr;
     void* b_addr = nullptr;
@@ -236,9 +247,17 @@ Result<WeightLayout> LocateWeights(cudnnHandle_t handle, const LstmDescs& s, con
       layout.bias[gate] = b_off;
     }
   }
-  // b = b_input + b_recurrent in cuDNN's formulas: b goes to the input bias (the recurrent one, zeroed, has the
-  // same gradient). Should a cuDNN keep only recurrent biases in this mode, b goes there instead.
-  for (size_t g = 0; g < kGates; ++g) {
+  if (d.cell == RnnCell::kGru) {  // double bias: both must exist (b_hn sits inside the reset gate's product)
+    for (size_t g = 0; g < d.gates; ++g) {
+      if (!has_input_bias[g] || !has_rec_bias[g]) {
+        return Status::Internal("cudnnGetRNNWeightParams: GRU gate " + std::to_string(g) + " lacks a bias");
+      }
+    }
+    return layout;
+  }
+  // LSTM: b = b_input + b_recurrent in cuDNN's formulas: b goes to the input bias (the recurrent one, zeroed, has
+  // the same gradient). Should a cuDNN keep only recurrent biases in this mode, b goes there instead.
+  for (size_t g = 0; g < d.gates; ++g) {
     if (has_input_bias[g]) continue;
     if (!has_rec_bias[g]) {
       return Status::Internal("cudnnGetRNNWeightParams: gate " + std::to_string(g) + " has no bias");
@@ -262,57 +281,65 @@ Status ZeroDevice(void* dst, size_t bytes, cudaStream_t stream) {
 
 // Writes w_ih, w_hh and b into the weight space `space` (zeroed first: recurrent biases, and the input matrices
 // when there is no input, stay zero).
-Status PackWeights(const WeightLayout& layout, const LstmDims& d, const Tensor& w_ih, const Tensor& w_hh,
+Status PackWeights(const WeightLayout& layout, const RnnDims& d, const Tensor& w_ih, const Tensor& w_hh,
                    const Tensor& b, void* space, cudaStream_t stream) {
   GEOMX_RETURN_IF_ERROR(ZeroDevice(space, layout.bytes, stream));
   auto* base = static_cast<char*>(space);
   const size_t bias_bytes = static_cast<size_t>(d.h) * sizeof(float);
-  for (size_t g = 0; g < kGates; ++g) {
+  const auto* bias = static_cast<const char*>(b.raw_data());
+  for (size_t g = 0; g < d.gates; ++g) {
     if (!d.no_input) {
       GEOMX_RETURN_IF_ERROR(CopyDevice(base + layout.w_ih[g], static_cast<const char*>(w_ih.raw_data()) +
                                        g * d.MatrixBytes(false), d.MatrixBytes(false), stream));
     }
     GEOMX_RETURN_IF_ERROR(CopyDevice(base + layout.w_hh[g], static_cast<const char*>(w_hh.raw_data()) +
                                      g * d.MatrixBytes(true), d.MatrixBytes(true), stream));
-    GEOMX_RETURN_IF_ERROR(
-        CopyDevice(base + layout.bias[g], static_cast<const char*>(b.raw_data()) + g * bias_bytes, bias_bytes, stream));
+    GEOMX_RETURN_IF_ERROR(CopyDevice(base + layout.bias[g], bias + g * bias_bytes, bias_bytes, stream));
+    if (d.cell == RnnCell::kGru) {  // b = [b_ih | b_hh]
+      GEOMX_RETURN_IF_ERROR(
+          CopyDevice(base + layout.rec_bias[g], bias + (d.gates + g) * bias_bytes, bias_bytes, stream));
+    }
   }
   return Status::Ok();
 }
 
 // The reverse of PackWeights, from the gradient space into dw_ih, dw_hh and db (every byte overwritten).
-Status UnpackGradients(const WeightLayout& layout, const LstmDims& d, const void* space, Tensor* dw_ih,
+Status UnpackGradients(const WeightLayout& layout, const RnnDims& d, const void* space, Tensor* dw_ih,
                        Tensor* dw_hh, Tensor* db, cudaStream_t stream) {
   const auto* base = static_cast<const char*>(space);
   const size_t bias_bytes = static_cast<size_t>(d.h) * sizeof(float);
-  for (size_t g = 0; g < kGates; ++g) {
-    if (!d.no_input) {  // else dw_ih is [4H, 0]: nothing to write
+  auto* dbias = static_cast<char*>(db->raw_data());
+  for (size_t g = 0; g < d.gates; ++g) {
+    if (!d.no_input) {  // else dw_ih is [G*H, 0]: nothing to write
       GEOMX_RETURN_IF_ERROR(CopyDevice(static_cast<char*>(dw_ih->raw_data()) + g * d.MatrixBytes(false),
                                        base + layout.w_ih[g], d.MatrixBytes(false), stream));
     }
     GEOMX_RETURN_IF_ERROR(CopyDevice(static_cast<char*>(dw_hh->raw_data()) + g * d.MatrixBytes(true),
                                      base + layout.w_hh[g], d.MatrixBytes(true), stream));
-    GEOMX_RETURN_IF_ERROR(
-        CopyDevice(static_cast<char*>(db->raw_data()) + g * bias_bytes, base + layout.bias[g], bias_bytes, stream));
+    GEOMX_RETURN_IF_ERROR(CopyDevice(dbias + g * bias_bytes, base + layout.bias[g], bias_bytes, stream));
+    if (d.cell == RnnCell::kGru) {
+      GEOMX_RETURN_IF_ERROR(
+          CopyDevice(dbias + (d.gates + g) * bias_bytes, base + layout.rec_bias[g], bias_bytes, stream));
+    }
   }
   return Status::Ok();
 }
 
 // What the forward and the backward both set up, under the library lock: the descriptors, cuDNN's buffer sizes
 // for `mode`, the device sequence lengths, the packed weight space and cuDNN's work space.
-struct LstmCall {
-  LstmDescs descs;
+struct RnnCall {
+  RnnDescs descs;
   WeightLayout weights;
   size_t work_bytes = 0, reserve_bytes = 0;
   std::shared_ptr<Storage> seq_lengths, weight_space, work;
   std::shared_ptr<Storage> zero_input;  // [N, T, 1] zeros when there is no input (x is empty)
 };
 
-Result<LstmCall> PrepareCall(CudaContext& ctx, const LstmDims& d, const Tensor& w_ih, const Tensor& w_hh,
+Result<RnnCall> PrepareCall(CudaContext& ctx, const RnnDims& d, const Tensor& w_ih, const Tensor& w_hh,
                              const Tensor& b, cudnnForwardMode_t mode) {
   cudnnHandle_t handle = ctx.cudnn();
-  LstmCall c;
-  GEOMX_ASSIGN_OR_RETURN(c.descs, MakeLstmDescs(handle, d, ctx.options().allow_tf32));
+  RnnCall c;
+  GEOMX_ASSIGN_OR_RETURN(c.descs, MakeRnnDescs(handle, d, ctx.options().allow_tf32));
   GEOMX_CUDA_RETURN_IF_ERROR(
       cudnnGetRNNTempSpaceSizes(handle, c.descs.rnn.get(), mode, c.descs.x.get(), &c.work_bytes, &c.reserve_bytes));
   size_t weight_bytes = 0;
@@ -334,16 +361,16 @@ struct WorkspaceLayout {
   size_t reserve = 0;  // offset of the reserve space
   size_t y = 0;        // offset of the y sequence
   size_t total = 0;
-  WorkspaceLayout(const LstmDims& d, size_t reserve_bytes) : y(AlignUp(reserve_bytes)), total(y + d.SeqBytes()) {}
+  WorkspaceLayout(const RnnDims& d, size_t reserve_bytes) : y(AlignUp(reserve_bytes)), total(y + d.SeqBytes()) {}
 };
 
 }  // namespace
 
-Status CudaBackend::LstmForward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
+Status CudaBackend::RnnForward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
                                 const Tensor& b, Tensor* y, Tensor* workspace) {
   const bool training = workspace != nullptr;
   if (training) *workspace = Tensor();
-  GEOMX_ASSIGN_OR_RETURN(const LstmDims d, GetDims("LstmForward", x, w_hh));
+  GEOMX_ASSIGN_OR_RETURN(const RnnDims d, GetDims("RnnForward", p, x, w_hh));
   if (d.n == 0 || d.t == 0) {  // no step to run: h stays at its zero initial state
     if (training) *workspace = Tensor::Empty(Shape{0}, DType::kU8, allocator_.device());
     return Fill(0.0f, y);
@@ -351,7 +378,7 @@ Status CudaBackend::LstmForward(const LstmParams& p, const Tensor& x, const Tens
   cudaStream_t stream = ctx_->stream();
   auto lock = ctx_->LockLibraries();
   const cudnnForwardMode_t mode = training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
-  GEOMX_ASSIGN_OR_RETURN(LstmCall c, PrepareCall(*ctx_, d, w_ih, w_hh, b, mode));
+  GEOMX_ASSIGN_OR_RETURN(RnnCall c, PrepareCall(*ctx_, d, w_ih, w_hh, b, mode));
   // Where cuDNN writes the sequence: the workspace (training), y itself, or a scratch buffer (only hy is wanted).
   Tensor ws;
   void* reserve = nullptr;
@@ -382,10 +409,10 @@ Status CudaBackend::LstmForward(const LstmParams& p, const Tensor& x, const Tens
   return Status::Ok();
 }
 
-Status CudaBackend::LstmBackward(const LstmParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
+Status CudaBackend::RnnBackward(const RnnParams& p, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh,
                                  const Tensor& b, const Tensor& dy, const Tensor& workspace, Tensor* dx,
                                  Tensor* dw_ih, Tensor* dw_hh, Tensor* db) {
-  GEOMX_ASSIGN_OR_RETURN(const LstmDims d, GetDims("LstmBackward", x, w_hh));
+  GEOMX_ASSIGN_OR_RETURN(const RnnDims d, GetDims("RnnBackward", p, x, w_hh));
   if (d.n == 0 || d.t == 0) {  // no step ran: every gradient is zero
     GEOMX_RETURN_IF_ERROR(Fill(0.0f, dx));
     GEOMX_RETURN_IF_ERROR(Fill(0.0f, dw_ih));
@@ -394,11 +421,11 @@ Status CudaBackend::LstmBackward(const LstmParams& p, const Tensor& x, const Ten
   }
   cudaStream_t stream = ctx_->stream();
   auto lock = ctx_->LockLibraries();
-  GEOMX_ASSIGN_OR_RETURN(LstmCall c, PrepareCall(*ctx_, d, w_ih, w_hh, b, CUDNN_FWD_MODE_TRAINING));
+  GEOMX_ASSIGN_OR_RETURN(RnnCall c, PrepareCall(*ctx_, d, w_ih, w_hh, b, CUDNN_FWD_MODE_TRAINING));
   const WorkspaceLayout layout(d, c.reserve_bytes);
   if (!workspace.defined() || workspace.device() != allocator_.device() || workspace.dtype() != DType::kU8 ||
       workspace.nbytes() != layout.total) {
-    return Status::InvalidArgument("LstmBackward: needs the workspace of LstmForward in training (u8, " +
+    return Status::InvalidArgument("RnnBackward: needs the workspace of RnnForward in training (u8, " +
                                    std::to_string(layout.total) + " bytes on " + allocator_.device().ToString() +
                                    "), got " + (workspace.defined() ? workspace.ToString() : std::string("none")));
   }

@@ -13,6 +13,7 @@ struct ModelConfig {
   std::string activation = "relu";       // mlp: relu | tanh | sigmoid | gelu
   float dropout = 0.0f;                  // mlp: dropout probability after each hidden layer, [0, 1)
   std::string init = "kaiming";          // kaiming | xavier: weight init of conv/linear layers
+  std::string cell = "lstm";             // rnn: lstm | gru
   // Input geometry, filled from the dataset by the caller (not recipe keys).
   int in_channels = 1;
   int in_height = 28;

@@ -1,13 +1,14 @@
-// "rnn": an LSTM classifier that reads an image row by row: x [N, C, H, W] is viewed as H steps of C*W values;
-// one LSTM layer per model.hidden width (the lower ones pass every step up, the top one its last step), then a
-// linear layer to the classes. Keys: lstm1.weight_ih, lstm1.weight_hh, lstm1.bias, ..., fc.weight, fc.bias.
+// "rnn": a recurrent classifier that reads an image row by row: x [N, 1, H, W] is viewed as H steps of W values;
+// one LSTM (model.cell: lstm) or GRU (gru) layer per model.hidden width (the lower ones pass every step up, the
+// top one its last step), then a linear layer to the classes. Keys: lstm1.weight_ih, lstm1.weight_hh, lstm1.bias,
+// ... (gru1.* for the GRU), fc.weight, fc.bias.
 #include <memory>
 #include <string>
 
 #include "engine/autograd/functions.h"
 #include "nn/init.h"
 #include "nn/layers/linear.h"
-#include "nn/layers/lstm.h"
+#include "nn/layers/recurrent.h"
 #include "nn/layers/sequential.h"
 #include "nn/models/models.h"
 
@@ -29,12 +30,13 @@ class RowsAsSteps : public Module {
 
 class Rnn : public Sequential {
  public:
-  Rnn(const ModelConfig& c, InitKind init, Rng& rng) {
+  Rnn(const ModelConfig& c, RnnCell cell, InitKind init, Rng& rng) {
     Add("rows", std::make_unique<RowsAsSteps>());
     int64_t width = c.in_width;
     for (size_t k = 0; k < c.hidden.size(); ++k) {
       const bool top = k + 1 == c.hidden.size();
-      Add("lstm" + std::to_string(k + 1), std::make_unique<Lstm>(width, c.hidden[k], /*sequences=*/!top, rng));
+      Add(c.cell + std::to_string(k + 1),
+          std::make_unique<Recurrent>(cell, width, c.hidden[k], /*sequences=*/!top, rng));
       width = c.hidden[k];
     }
     Add("fc", std::make_unique<Linear>(width, c.num_classes, rng, LinearOptions{.init = init}));
@@ -48,12 +50,20 @@ Result<std::unique_ptr<Module>> MakeRnn(const ModelConfig& c, Rng& rng) {
                                    std::to_string(c.in_channels) + " channels");
   }
   if (c.hidden.empty()) return Status::InvalidArgument("model.hidden: rnn needs at least one LSTM width");
+  RnnCell cell;
+  if (c.cell == "lstm") {
+    cell = RnnCell::kLstm;
+  } else if (c.cell == "gru") {
+    cell = RnnCell::kGru;
+  } else {
+    return Status::InvalidArgument("model.cell: unknown '" + c.cell + "' (known: lstm, gru)");
+  }
   GEOMX_ASSIGN_OR_RETURN(InitKind init, ParseInitKind(c.init));
-  return std::unique_ptr<Module>(std::make_unique<Rnn>(c, init, rng));
+  return std::unique_ptr<Module>(std::make_unique<Rnn>(c, cell, init, rng));
 }
 
 GEOMX_REGISTER(ModelRegistry, "rnn",
-               MakeRnn, "LSTM classifier reading images row by row: model.hidden = LSTM widths (stacked)");
+               MakeRnn, "LSTM or GRU classifier reading images row by row: model.cell, model.hidden = layer widths");
 
 }  // namespace
 }  // namespace geomx::nn

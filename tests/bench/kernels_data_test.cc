@@ -273,5 +273,33 @@ TEST(BenchKernelsCommand, RunsBothSidesOnTheGivenData) {
   EXPECT_TRUE(std::isfinite(NumberAfter(json, "torch_mean_loss"))) << json;
 }
 
+// --model lstm / gru trains the rnn model on the same batches (the peer gets the same --model); an unknown model
+// is a usage error.
+TEST(BenchKernelsCommand, RecurrentModelsRunAndUnknownOnesExit2) {
+  testing::ScratchDir dir;
+  WriteFixture(dir / "data", 7);
+  const bool torch = PythonHas("numpy, torch");
+  for (const char* model : {"lstm", "gru"}) {
+    const std::string json_path = (dir / (std::string(model) + ".json")).string();
+    const testing::CommandResult r = testing::RunGeomx(
+        "bench kernels --model " + std::string(model) + " --data " + (dir / "data").string() +
+        " --batch-sizes 3 --threads 1 --iterations 2 --warmup 1" + (torch ? "" : " --no-torch") + " --json " +
+        json_path);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(std::string("rnn (") + model + ", 128 units)"), std::string::npos) << r.output;
+    const std::string json = testing::ReadFile(json_path);
+    EXPECT_NE(json.find(std::string("\"model\": \"") + model + "\""), std::string::npos) << json;
+    EXPECT_GT(NumberAfter(json, "geomx_samples_per_second"), 0) << json;
+    // A mean cross-entropy over 10 classes near ln(10) at the start, finite either way.
+    EXPECT_TRUE(std::isfinite(NumberAfter(json, "geomx_mean_loss"))) << json;
+    if (torch) {
+      EXPECT_GT(NumberAfter(json, "torch_samples_per_second"), 0) << json << r.output;
+    }
+  }
+  const testing::CommandResult bad = testing::RunGeomx("bench kernels --model transformer --no-torch");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--model"), std::string::npos) << bad.output;
+}
+
 }  // namespace
 }  // namespace geomx::bench

@@ -35,6 +35,7 @@ model:
   activation: gelu
   dropout: 0.25
   init: xavier
+  cell: gru
 data:
   name: csv
   path: /data/my table.csv
@@ -186,6 +187,7 @@ TEST(RecipeTest, ParsesEveryKey) {
   EXPECT_EQ(r.model.activation, "gelu");
   EXPECT_FLOAT_EQ(r.model.dropout, 0.25f);
   EXPECT_EQ(r.model.init, "xavier");
+  EXPECT_EQ(r.model.cell, "gru");
   EXPECT_EQ(r.data.name, "csv");
   EXPECT_EQ(r.data.path, "/data/my table.csv");
   EXPECT_EQ(r.data.test_path, "/data/test #1: \"b\".csv");
@@ -485,7 +487,8 @@ TEST(RecipeTest, KeyInTheWrongSectionSuggestsItsPath) {
 
 TEST(RecipeTest, UnknownKeyWithoutCloseMatchListsTheSection) {
   EXPECT_EQ(ErrorLines("model:\n  zzzzzzzz: 1\n"),
-            Lines{"r.yaml:2:3: model.zzzzzzzz: unknown key (model has: name, hidden, activation, dropout, init)"});
+            Lines{"r.yaml:2:3: model.zzzzzzzz: unknown key (model has: name, hidden, activation, dropout, init, "
+                  "cell)"});
 }
 
 TEST(RecipeTest, WrongTypes) {
@@ -510,7 +513,8 @@ TEST(RecipeTest, WrongTypes) {
                    "r.yaml:2:21: model.hidden[2]: must be >= 1, got 0"}));
   EXPECT_EQ(
       ErrorLines("model: mlp"),
-      Lines{"r.yaml:1:8: model: expected a mapping of keys (name, hidden, activation, dropout, init), got 'mlp'"});
+      Lines{"r.yaml:1:8: model: expected a mapping of keys (name, hidden, activation, dropout, init, cell), got "
+            "'mlp'"});
 }
 
 TEST(RecipeTest, OutOfRangeValues) {
@@ -532,7 +536,8 @@ TEST(RecipeTest, UnknownNamesListTheAllowedOnes) {
                   "lenet5, mlp, resnet20, rnn"});
   EXPECT_EQ(ErrorLines("data: {name: imagenet}"),
             Lines{"r.yaml:1:14: data.name: unknown dataset 'imagenet'; known: mnist, fashion-mnist, cifar10, csv, "
-                  "libsvm, image-folder, synthetic, friedman1, letor-synthetic, ctr-synthetic"});
+                  "libsvm, image-folder, synthetic, friedman1, letor-synthetic, ctr-synthetic, ratings, "
+                  "ratings-synthetic"});
   EXPECT_EQ(ErrorLines("optimizer: {name: adma}"),
             Lines{"r.yaml:1:19: optimizer.name: unknown optimizer 'adma' (did you mean 'adam'?); known: sgd, "
                   "momentum, nesterov, adagrad, rmsprop, adadelta, adam, adamw, ftrl, ftml"});
@@ -556,6 +561,7 @@ TEST(RecipeTest, NameListsMatchTheRegistries) {
   // datasets of the registry.
   std::vector<std::string> data_names = data::DatasetNames();
   for (const std::string& g : data::GeneratedTableNames()) data_names.push_back(g);
+  data_names.push_back("ratings");  // the table-only file format of mf (datasets/ratings.h)
   for (const Case& c : {Case{"model.name", nn::ModelNames()}, Case{"data.name", data_names},
                         Case{"optimizer.name", nn::OptimizerNames()},
                         Case{"algorithm.name", algorithms::EstimatorRegistry::Names()}}) {

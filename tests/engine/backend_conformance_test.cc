@@ -313,31 +313,64 @@ Vec RefLstm(const Vec& x, const Vec& w_ih, const Vec& w_hh, const Vec& b, int64_
   return out;
 }
 
-// Forward (training and inference) against RefLstm; the backward of x, w_ih, w_hh and b against finite
+// One GRU layer from the equations of op_params.h (gates r, z, n; b = [b_ih | b_hh]; zero initial state).
+Vec RefGru(const Vec& x, const Vec& w_ih, const Vec& w_hh, const Vec& b, int64_t n_, int64_t t_, int64_t i_,
+           int64_t h_, bool sequences) {
+  Vec out;
+  const auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (int64_t n = 0; n < n_; ++n) {
+    std::vector<double> h(static_cast<size_t>(h_), 0.0);
+    for (int64_t t = 0; t < t_; ++t) {
+      std::vector<double> gx(static_cast<size_t>(3 * h_)), gh(static_cast<size_t>(3 * h_));
+      for (int64_t r = 0; r < 3 * h_; ++r) {
+        double ax = b[r], ah = b[3 * h_ + r];
+        for (int64_t k = 0; k < i_; ++k) ax += static_cast<double>(w_ih[r * i_ + k]) * x[(n * t_ + t) * i_ + k];
+        for (int64_t k = 0; k < h_; ++k) ah += static_cast<double>(w_hh[r * h_ + k]) * h[k];
+        gx[r] = ax;
+        gh[r] = ah;
+      }
+      for (int64_t k = 0; k < h_; ++k) {
+        const double rg = sig(gx[k] + gh[k]), zg = sig(gx[h_ + k] + gh[h_ + k]);
+        const double ng = std::tanh(gx[2 * h_ + k] + rg * gh[2 * h_ + k]);
+        h[k] = (1 - zg) * ng + zg * h[k];
+        if (sequences) out.push_back(static_cast<float>(h[k]));
+      }
+    }
+    if (!sequences) {
+      for (double v : h) out.push_back(static_cast<float>(v));
+    }
+  }
+  return out;
+}
+
+// Forward (training and inference) against RefLstm / RefGru; the backward of x, w_ih, w_hh and b against finite
 // differences.
-Row LstmRow(std::string name, int64_t n, int64_t t, int64_t i, int64_t h, bool sequences) {
+Row RnnRow(std::string name, RnnCell cell, int64_t n, int64_t t, int64_t i, int64_t h, bool sequences) {
   return {name, [=](Device d) {
-            const Shape xs{n, t, i}, wis{4 * h, i}, whs{4 * h, h}, bs{4 * h};
+            const int64_t g = RnnGates(cell);
+            const Shape xs{n, t, i}, wis{g * h, i}, whs{g * h, h}, bs{RnnBiasBlocks(cell) * h};
             const Shape ys = sequences ? Shape{n, t, h} : Shape{n, h};
             const std::vector<Vec> in = {RandomVec(xs, 40), RandomVec(wis, 41, -0.6f, 0.6f),
                                          RandomVec(whs, 42, -0.6f, 0.6f), RandomVec(bs, 43, -0.5f, 0.5f)};
-            LstmParams p;
+            RnnParams p;
+            p.cell = cell;
             p.sequences = sequences;
             const auto run = [=](const std::vector<Vec>& v, bool training) {
-              return ops::Lstm(On(d, v[0], xs), On(d, v[1], wis), On(d, v[2], whs), On(d, v[3], bs), p, training);
+              return ops::Rnn(On(d, v[0], xs), On(d, v[1], wis), On(d, v[2], whs), On(d, v[3], bs), p, training);
             };
             const ForwardFn fwd = [=](const std::vector<Vec>& v) { return run(v, false).y.ToFloatVector(); };
-            const Vec want = RefLstm(in[0], in[1], in[2], in[3], n, t, i, h, sequences);
+            const Vec want = cell == RnnCell::kLstm ? RefLstm(in[0], in[1], in[2], in[3], n, t, i, h, sequences)
+                                                    : RefGru(in[0], in[1], in[2], in[3], n, t, i, h, sequences);
             EXPECT_TRUE(testing::AllClose(fwd(in), want, kFwdRtol, kFwdAtol)) << "inference";
-            const ops::LstmResult res = run(in, true);
+            const ops::RnnResult res = run(in, true);
             EXPECT_TRUE(testing::AllClose(res.y.ToFloatVector(), want, kFwdRtol, kFwdAtol)) << "training";
             const Vec r = RandomVec(ys, 44);
-            const ops::LstmGrads g = ops::LstmBackward(On(d, in[0], xs), On(d, in[1], wis), On(d, in[2], whs),
-                                                       On(d, in[3], bs), On(d, r, ys), res.workspace, p);
-            ExpectMatchesFiniteDiff("dx", fwd, in, 0, r, g.dx.ToFloatVector());
-            ExpectMatchesFiniteDiff("dw_ih", fwd, in, 1, r, g.dw_ih.ToFloatVector());
-            ExpectMatchesFiniteDiff("dw_hh", fwd, in, 2, r, g.dw_hh.ToFloatVector());
-            ExpectMatchesFiniteDiff("db", fwd, in, 3, r, g.db.ToFloatVector());
+            const ops::RnnGrads gr = ops::RnnBackward(On(d, in[0], xs), On(d, in[1], wis), On(d, in[2], whs),
+                                                      On(d, in[3], bs), On(d, r, ys), res.workspace, p);
+            ExpectMatchesFiniteDiff("dx", fwd, in, 0, r, gr.dx.ToFloatVector());
+            ExpectMatchesFiniteDiff("dw_ih", fwd, in, 1, r, gr.dw_ih.ToFloatVector());
+            ExpectMatchesFiniteDiff("dw_hh", fwd, in, 2, r, gr.dw_hh.ToFloatVector());
+            ExpectMatchesFiniteDiff("db", fwd, in, 3, r, gr.db.ToFloatVector());
           }};
 }
 
@@ -465,10 +498,14 @@ std::vector<Row> Rows() {
       ActivationRow("tanh", A::kTanh, {3, 5, 4}),
       ActivationRow("sigmoid", A::kSigmoid, {3, 5, 4}),
       ActivationRow("gelu", A::kGelu, {3, 5, 4}),
-      LstmRow("lstm_sequences", 2, 4, 3, 5, true),
-      LstmRow("lstm_last_step", 3, 5, 4, 3, false),
-      LstmRow("lstm_one_step", 2, 1, 2, 4, true),
-      LstmRow("lstm_wide_input", 2, 3, 17, 8, false),
+      RnnRow("lstm_sequences", RnnCell::kLstm, 2, 4, 3, 5, true),
+      RnnRow("lstm_last_step", RnnCell::kLstm, 3, 5, 4, 3, false),
+      RnnRow("lstm_one_step", RnnCell::kLstm, 2, 1, 2, 4, true),
+      RnnRow("lstm_wide_input", RnnCell::kLstm, 2, 3, 17, 8, false),
+      RnnRow("gru_sequences", RnnCell::kGru, 2, 4, 3, 5, true),
+      RnnRow("gru_last_step", RnnCell::kGru, 3, 5, 4, 3, false),
+      RnnRow("gru_one_step", RnnCell::kGru, 2, 1, 2, 4, true),
+      RnnRow("gru_wide_input", RnnCell::kGru, 2, 3, 17, 8, false),
       SoftmaxRow("softmax", false, 4, 7, 2.0f),
       SoftmaxRow("logsoftmax", true, 4, 7, 2.0f),
       SoftmaxRow("softmax_large_logits", false, 3, 6, 40.0f),

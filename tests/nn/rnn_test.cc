@@ -1,15 +1,17 @@
-// The Lstm layer and the `rnn` model (nn/layers/lstm.h, nn/models/rnn.cc): parameters, shapes, initialisation,
-// and that backpropagation through time carries information across steps (a task only memory can solve).
+// The Recurrent layer and the `rnn` model (nn/layers/recurrent.h, nn/models/rnn.cc): parameters, shapes,
+// initialisation, and that backpropagation through time carries information across steps (a task only memory can
+// solve), for the LSTM and the GRU.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/backend_registry.h"
 #include "engine/ops.h"
-#include "nn/layers/lstm.h"
+#include "nn/layers/recurrent.h"
 #include "nn/loss.h"
 #include "nn/models/models.h"
 #include "nn/optim/optimizer.h"
@@ -20,9 +22,11 @@ namespace {
 
 using autograd::Variable;
 
-std::unique_ptr<Module> MakeRnn(std::vector<int> hidden, int h, int w, int classes, uint64_t seed) {
+std::unique_ptr<Module> MakeRnn(std::vector<int> hidden, int h, int w, int classes, uint64_t seed,
+                                const std::string& cell = "lstm") {
   ModelConfig c;
   c.name = "rnn";
+  c.cell = cell;
   c.hidden = std::move(hidden);
   c.in_height = h;
   c.in_width = w;
@@ -57,6 +61,20 @@ TEST(RnnTest, KeysShapesAndForgetGateBias) {
   }
 }
 
+TEST(RnnTest, GruKeysShapesAndZeroBias) {
+  auto m = MakeRnn({6}, 4, 3, 2, 1, "gru");
+  ASSERT_NE(m, nullptr);
+  std::vector<std::string> keys;
+  std::vector<Shape> shapes;
+  for (Parameter* p : m->Parameters()) {
+    keys.push_back(p->key());
+    shapes.push_back(p->data().shape());
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"gru1.weight_ih", "gru1.weight_hh", "gru1.bias", "fc.weight", "fc.bias"}));
+  EXPECT_EQ(shapes, (std::vector<Shape>{{18, 3}, {18, 6}, {36}, {2, 6}, {2}}));
+  for (float v : m->Parameters()[2]->data().ToFloatVector()) EXPECT_EQ(v, 0.0f);
+}
+
 TEST(RnnTest, RefusesMultiChannelImagesAndNoLayers) {
   Rng rng(1);
   ModelConfig c;
@@ -70,6 +88,11 @@ TEST(RnnTest, RefusesMultiChannelImagesAndNoLayers) {
   r = CreateModel(c, rng);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("model.hidden"), std::string::npos) << r.status().ToString();
+  c.hidden = {4};
+  c.cell = "rnn_tanh";
+  r = CreateModel(c, rng);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("model.cell: unknown 'rnn_tanh'"), std::string::npos) << r.status().ToString();
 }
 
 // Eight rows of four noisy values; the class is the sign of the FIRST row's mean, the seven rows after it are
@@ -89,11 +112,11 @@ std::pair<Tensor, Tensor> FirstRowBatch(int64_t n, uint64_t seed) {
   return {Tensor::FromVector(x, Shape{n, 1, 8, 4}), Tensor::FromVectorI64(y, Shape{n})};
 }
 
-class RnnLearningTest : public ::testing::TestWithParam<Device> {};
+class RnnLearningTest : public ::testing::TestWithParam<std::tuple<Device, std::string>> {};
 
 TEST_P(RnnLearningTest, RemembersTheFirstStepAcrossSeven) {
-  const Device d = GetParam();
-  auto m = MakeRnn({16}, 8, 4, 2, 3);
+  const auto& [d, cell] = GetParam();
+  auto m = MakeRnn({16}, 8, 4, 2, 3, cell);
   ASSERT_NE(m, nullptr);
   m->To(d);
   OptimizerConfig oc;
@@ -114,12 +137,13 @@ TEST_P(RnnLearningTest, RemembersTheFirstStepAcrossSeven) {
   int correct = 0;
   for (size_t i = 0; i < want.size(); ++i) correct += pred[i] == want[i] ? 1 : 0;
   // The first row's mean has noise sd 0.25 around +-1: a perfect reader scores ~100%; chance is 50%.
-  EXPECT_GT(correct, 380) << d.ToString();
+  EXPECT_GT(correct, 380) << d.ToString() << " " << cell;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDevices, RnnLearningTest, ::testing::ValuesIn(AvailableDevices()),
-                         [](const ::testing::TestParamInfo<Device>& info) {
-                           std::string s = info.param.ToString();
+INSTANTIATE_TEST_SUITE_P(AllDevices, RnnLearningTest,
+                         ::testing::Combine(::testing::ValuesIn(AvailableDevices()), ::testing::Values("lstm", "gru")),
+                         [](const ::testing::TestParamInfo<std::tuple<Device, std::string>>& info) {
+                           std::string s = std::get<0>(info.param).ToString() + "_" + std::get<1>(info.param);
                            for (char& ch : s) ch = ch == ':' ? '_' : ch;
                            return s;
                          });
