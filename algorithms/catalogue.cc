@@ -56,9 +56,10 @@ std::vector<AlgorithmInfo> Build() {
       {21, "mapreduce", "kmeans", "KMeans", "per-cluster sums and counts (sum)", "", false},
       {22, "online", "ftml", "Follow the Moving Leader", "server-side FTML update", "", false},
       {23, "online", "ftrl", "Follow the Regularized Leader", "row-sparse gradients, server-side FTRL", "", false},
-      {24, "incremental", "feature-extraction", "Feature Extraction", "only head gradients cross the network", "",
-       false},
-      {25, "incremental", "fine-tune", "Fine Tune", "gradients of unfrozen keys", "", false},
+      {24, "incremental", "feature-extraction", "Feature Extraction", "only head gradients cross the network",
+       "model: {init_from: RUN, freeze: 3} (recipes/feature_extraction.yaml)", true},
+      {25, "incremental", "fine-tune", "Fine Tune", "gradients of unfrozen keys",
+       "model: {init_from: RUN, freeze: 2}, a lower lr (recipes/fine_tune.yaml)", true},
   };
   for (AlgorithmInfo& a : kCatalogue) {
     a.estimators = EstimatorsOf(a.id);

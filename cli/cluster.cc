@@ -112,7 +112,7 @@ Status RunMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
   }
   std::map<uint64_t, std::vector<float>> initial;
   uint64_t key = 0;
-  for (nn::Parameter* p : setup.model->Parameters()) initial[key++] = p->data().ToFloatVector();
+  for (nn::Parameter* p : setup.model->TrainableParameters()) initial[key++] = p->data().ToFloatVector();
   return cluster::RunMasterWorker(c, job, initial, env);
 }
 
@@ -145,6 +145,7 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
   args.trainer.training = recipe.training;
   args.trainer.schedule = recipe.lr_schedule;
   args.trainer.base_lr = recipe.optimizer.lr;
+  args.trainer.clip_norm = recipe.optimizer.clip_norm;
   args.trainer.device = setup.device;
   args.trainer.evaluate = evaluator;
   args.interrupted = interrupted;

@@ -33,7 +33,7 @@ Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe_p
   } else if (!fs::exists(ckpt, ec)) {
     return Status::NotFound(checkpoint + ": no such checkpoint file or run folder");
   }
-  GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
+  GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe, /*start_weights=*/false));
   nn::CheckpointMeta meta;
   Status st = nn::LoadCheckpoint(ckpt, *setup.model, nullptr, &meta);
   if (!st.ok()) return st.WithContext(ckpt.string());

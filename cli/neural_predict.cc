@@ -42,7 +42,7 @@ class TableRows final : public data::Dataset {
 
 Status RunNeuralPredict(const std::string& run, const std::string& input, const std::string& out) {
   GEOMX_ASSIGN_OR_RETURN(Recipe recipe, LoadRecipe((fs::path(run) / "recipe.yaml").string()));
-  GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
+  GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe, /*start_weights=*/false));
   GEOMX_ASSIGN_OR_RETURN(fs::path ckpt, RunDir::LastCheckpoint(run));
   nn::CheckpointMeta meta;
   Status loaded = nn::LoadCheckpoint(ckpt, *setup.model, nullptr, &meta);

@@ -129,6 +129,14 @@ std::vector<RecipeKey> BuildTable() {
        .noun = "init", .help = "Weight initialisation of conv and linear layers."},
       {.path = "model.cell", .field = [](R r) -> F { return &r.model.cell; }, .allowed = {"lstm", "gru"},
        .noun = "cell", .help = "rnn: the recurrent layers, LSTM or GRU (docs/algorithms.md, \"rnn\")."},
+      {.path = "model.init_from", .field = [](R r) -> F { return &r.model.init_from; },
+       .help = "Start from the weights of this run folder's last checkpoint (or of this checkpoint file), matched "
+       "by key name; tensors of another shape (a new head) keep their fresh initialisation. Empty = fresh weights "
+       "(docs/algorithms.md, \"feature-extraction\", \"fine-tune\").",
+       .allowed_doc = "a run folder, a checkpoint file, or empty"},
+      {.path = "model.freeze", .field = [](R r) -> F { return &r.model.freeze; }, .range = AtLeast(0),
+       .help = "Freeze the first N parameterised layers (geomx-cnn: conv1, conv2, fc1, fc2, fc3): no gradient, no "
+       "optimizer state, no parameter-server keys. 0 = train everything; the last layer always trains."},
 
       {.path = "algorithm.name", .field = [](R r) -> F { return &r.algorithm.name; },
        .allowed = EstimatorNames(), .noun = "algorithm",
@@ -167,6 +175,10 @@ std::vector<RecipeKey> BuildTable() {
        .help = "Images: (x/255 - mean)/std with the dataset's constants."},
       {.path = "data.augment", .field = [](R r) -> F { return &r.data.augment; },
        .help = "Images: random crop (pad 4 for cifar10, 2 otherwise) and horizontal flip while training."},
+      {.path = "data.classes", .field = [](R r) -> F { return &r.data.classes; }, .range = AtLeast(0),
+       .help = "Keep only the examples of these classes, in the training and the test set (labels keep their ids, "
+       "so the model's output stays num_classes wide). [] = every class. Models only, not `algorithm` recipes.",
+       .max_items = 4096},
       {.path = "data.label_column", .field = [](R r) -> F { return &r.data.label_column; }, .range = AtLeast(-1),
        .help = "csv: index of the label column; -1 = the last column."},
       {.path = "data.header", .field = [](R r) -> F { return &r.data.header; },
@@ -224,6 +236,10 @@ std::vector<RecipeKey> BuildTable() {
        .help = "ftrl: L1 strength; coordinates whose accumulated gradient stays within it are exactly 0."},
       {.path = "optimizer.ftrl_beta", .field = [](R r) -> F { return &r.optimizer.ftrl_beta; }, .range = AtLeast(0),
        .help = "ftrl: beta of the per-coordinate rate lr / (beta + sqrt(sum of squared gradients))."},
+      {.path = "optimizer.clip_norm", .field = [](R r) -> F { return &r.optimizer.clip_norm; },
+       .range = AtLeast(0),
+       .help = "Clip the global L2 norm of the gradients to this before each update (PyTorch's "
+       "clip_grad_norm_); 0 = off. Parameter-server modes: each worker clips its own gradient before pushing."},
 
       {.path = "optimizer.where", .field = [](R r) -> F { return &r.optimizer_where; },
        .allowed = {"global-server", "worker"}, .noun = "placement",

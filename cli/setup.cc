@@ -4,10 +4,13 @@
 #include <filesystem>
 #include <string>
 
+#include "cli/run_dir.h"
 #include "datasets/loader.h"
 #include "engine/backend_registry.h"
+#include "engine/base/logging.h"
 #include "engine/base/rng.h"
 #include "nn/models/models.h"
+#include "nn/transfer.h"
 
 namespace geomx::cli {
 
@@ -24,7 +27,7 @@ Status DataErrorInRecipeTerms(const Recipe& recipe, const Status& status) {
       (message.rfind("data.name: ", 0) == 0 || message.find("data.path is auto") != std::string::npos)) {
     return AtRecipeKey(recipe, "data.name", status);
   }
-  for (const char* key : {"data.batch_size", "data.num_features"}) {  // limits of a reader (datasets/libsvm.h)
+  for (const char* key : {"data.batch_size", "data.num_features", "data.classes"}) {  // reader limits, class filter
     if (message.rfind(std::string(key) + ": ", 0) == 0) return AtRecipeKey(recipe, key, status);
   }
   return status;
@@ -63,7 +66,58 @@ Status CheckBatchFitsTrainingSet(const Recipe& recipe, const data::Dataset& trai
   return AtRecipeKey(recipe, "data.batch_size", Status::InvalidArgument(std::move(msg)));
 }
 
-Result<RunSetup> PrepareRun(const Recipe& recipe) {
+namespace {
+
+// model.init_from names a run folder (its last checkpoint) or a checkpoint file.
+Result<std::filesystem::path> InitFromCheckpointPath(const std::string& init_from) {
+  std::error_code ec;
+  if (!std::filesystem::exists(init_from, ec)) {
+    return Status::InvalidArgument("model.init_from: " + init_from + " does not exist (give a run folder of "
+                                   "`geomx train` or a checkpoint file)");
+  }
+  if (!std::filesystem::is_directory(init_from, ec)) return std::filesystem::path(init_from);
+  Result<std::filesystem::path> last = RunDir::LastCheckpoint(init_from);
+  if (!last.ok()) {
+    return Status::InvalidArgument("model.init_from: " + init_from + " is not a run folder with a checkpoint (" +
+                                   last.status().message() + ")");
+  }
+  return last;
+}
+
+Status StartModel(const Recipe& recipe, bool start_weights, nn::Module& model) {
+  if (start_weights && !recipe.model.init_from.empty()) {
+    Result<std::filesystem::path> path = InitFromCheckpointPath(recipe.model.init_from);
+    if (!path.ok()) return AtRecipeKey(recipe, "model.init_from", path.status());
+    Result<nn::InitFromReport> report = nn::InitFromCheckpoint(*path, recipe.model.name, model);
+    if (!report.ok()) {
+      return AtRecipeKey(recipe, "model.init_from",
+                         Status::InvalidArgument("model.init_from: " + report.status().message()));
+    }
+    std::string fresh;
+    for (const auto& names : {report->kept_fresh, report->not_in_file}) {
+      for (const std::string& n : names) {
+        if (!fresh.empty()) fresh += ", ";
+        fresh += n;
+      }
+    }
+    const std::string loaded = std::to_string(report->loaded.size()) + " tensors from " + path->string();
+    if (fresh.empty()) {
+      GEOMX_LOG(kInfo) << "model.init_from: " << loaded;
+    } else {  // worth seeing (a new head, or the wrong source): a warning
+      GEOMX_LOG(kWarning) << "model.init_from: " << loaded << "; freshly initialised (another shape or not in the "
+                          << "file): " << fresh;
+    }
+  }
+  if (recipe.model.freeze > 0) {
+    Status frozen = nn::FreezeLayers(model, recipe.model.freeze);
+    if (!frozen.ok()) return AtRecipeKey(recipe, "model.freeze", frozen);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<RunSetup> PrepareRun(const Recipe& recipe, bool start_weights) {
   RunSetup s;
   Result<Device> device = ResolveDevice(recipe.device);
   if (!device.ok()) return AtRecipeKey(recipe, "device", device.status());
@@ -104,6 +158,7 @@ Result<RunSetup> PrepareRun(const Recipe& recipe) {
   if (!model.ok()) return AtRecipeKey(recipe, "model.name", model.status());
   s.model = std::move(model).value();
   s.model->To(s.device);
+  GEOMX_RETURN_IF_ERROR(StartModel(recipe, start_weights, *s.model));
   return s;
 }
 

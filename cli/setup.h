@@ -26,7 +26,10 @@ struct RunSetup {
 Status DataErrorInRecipeTerms(const Recipe& recipe, const Status& status);
 
 // Every failure here is the user's input (recipe, data files, device): the Status says which, with the key path.
-Result<RunSetup> PrepareRun(const Recipe& recipe);
+// The model's first model.freeze layers are frozen (nn/transfer.h). With `start_weights` the weights of
+// model.init_from are loaded (the log lists the tensors that kept their fresh initialisation); eval and predict
+// pass false, as they load a checkpoint over every weight.
+Result<RunSetup> PrepareRun(const Recipe& recipe, bool start_weights = true);
 
 // Training only (not eval/predict): data.batch_size must not exceed the training examples of any worker, i.e. the
 // training set with one process, or the smallest share data.partition gives a worker of the recipe's topology.

@@ -113,6 +113,12 @@ void PrintPlan(const Recipe& recipe, const RunSetup& setup, nn::Module& model) {
               static_cast<long long>(setup.data.test->size()), info.num_classes);
   std::printf("model: %s, %lld parameters\n%s", recipe.model.name.c_str(),
               static_cast<long long>(model.NumParameters()), model.Summary().c_str());
+  if (recipe.model.freeze > 0) {
+    int64_t trainable = 0;
+    for (nn::Parameter* p : model.TrainableParameters()) trainable += p->numel();
+    std::printf("frozen: the first %d layers; %lld parameters train (and are the parameter-server keys)\n",
+                recipe.model.freeze, static_cast<long long>(trainable));
+  }
 }
 
 }  // namespace
@@ -168,7 +174,8 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
     }
     return RunTopologyTraining(flags, recipe, nullptr, interrupted);
   }
-  GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe));
+  // A resumed run's checkpoint holds every weight: model.init_from is not read again.
+  GEOMX_ASSIGN_OR_RETURN(RunSetup setup, PrepareRun(recipe, /*start_weights=*/flags.resume.empty()));
   GEOMX_RETURN_IF_ERROR(CheckBatchFitsTrainingSet(recipe, *setup.data.train));
   nn::Module& model = *setup.model;
   auto opt_or = nn::CreateOptimizer(recipe.optimizer);
@@ -231,6 +238,7 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
   to.training = recipe.training;
   to.schedule = recipe.lr_schedule;
   to.base_lr = recipe.optimizer.lr;
+  to.clip_norm = recipe.optimizer.clip_norm;
   to.device = setup.device;
   train::Trainer trainer(to, &model, optimizer.get(), &loader, setup.data.test.get(), &listener, interrupted);
 

@@ -25,6 +25,9 @@ struct DataConfig {
   int prefetch = 2;       // batches prepared ahead by the loader thread, >= 0 (0: no thread)
   bool normalize = true;  // images: (x/255 - mean)/std with per-dataset constants
   bool augment = false;   // images: random crop (pad 4 for cifar10, 2 otherwise) + horizontal flip
+  // Keep only the examples of these classes, in train and test (labels keep their ids); empty = every class.
+  // Datasets for models (OpenDataset), not the tables of classical algorithms.
+  std::vector<int64_t> classes;
   // csv
   int label_column = -1;  // index of the label column; -1 => last
   bool header = true;     // first row is a header

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "datasets/dataset_registry.h"
+#include "datasets/subset.h"
 
 namespace geomx::data {
 namespace {
@@ -107,6 +108,7 @@ Result<DatasetSplits> OpenDataset(const DataConfig& config) {
   if (splits.train->info().example_shape != splits.test->info().example_shape) {
     return Status::InvalidArgument(config.name + ": train and test examples differ in shape");
   }
+  if (!config.classes.empty()) return FilterClasses(splits, config.classes);
   return splits;
 }
 

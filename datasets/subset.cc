@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <string>
 #include <utility>
 
 #include "engine/base/check.h"
@@ -54,6 +56,43 @@ Result<DatasetSplits> SplitTrainTest(std::shared_ptr<const Dataset> full, float 
   splits.train = std::make_shared<SubsetDataset>(full, std::move(train), " (train split)");
   splits.test = std::make_shared<SubsetDataset>(full, std::move(test), " (test split)");
   return splits;
+}
+
+Result<DatasetSplits> FilterClasses(const DatasetSplits& splits, const std::vector<int64_t>& classes) {
+  const int num_classes = splits.train->info().num_classes;
+  std::vector<bool> keep(static_cast<size_t>(std::max(num_classes, 0)), false);
+  std::string list;
+  for (int64_t c : classes) {
+    if (c < 0 || c >= num_classes) {
+      return Status::InvalidArgument("data.classes: " + std::to_string(c) + " is not a class of " +
+                                     splits.train->info().source + " (0 to " + std::to_string(num_classes - 1) +
+                                     ")");
+    }
+    if (keep[static_cast<size_t>(c)]) {
+      return Status::InvalidArgument("data.classes: class " + std::to_string(c) + " is listed twice");
+    }
+    keep[static_cast<size_t>(c)] = true;
+    if (!list.empty()) list += ',';
+    list += std::to_string(c);
+  }
+  const auto filter = [&](const std::shared_ptr<const Dataset>& d) -> Result<std::shared_ptr<const Dataset>> {
+    std::vector<int64_t> indices;
+    for (int64_t i = 0; i < d->size(); ++i) {
+      const int64_t label = d->Label(i);
+      if (label >= 0 && label < num_classes && keep[static_cast<size_t>(label)]) indices.push_back(i);
+    }
+    if (indices.empty()) {
+      return Status::InvalidArgument("data.classes: " + d->info().source + " has no example of classes " + list);
+    }
+    std::string suffix = " (classes ";
+    suffix += list;
+    suffix += ")";
+    return std::shared_ptr<const Dataset>(std::make_shared<SubsetDataset>(d, std::move(indices), std::move(suffix)));
+  };
+  DatasetSplits out;
+  GEOMX_ASSIGN_OR_RETURN(out.train, filter(splits.train));
+  GEOMX_ASSIGN_OR_RETURN(out.test, filter(splits.test));
+  return out;
 }
 
 }  // namespace geomx::data

@@ -34,4 +34,9 @@ class SubsetDataset final : public Dataset {
 // `full` has fewer than 2 examples.
 Result<DatasetSplits> SplitTrainTest(std::shared_ptr<const Dataset> full, float test_fraction);
 
+// The examples of `splits` whose label is one of `classes`, in both splits; labels and num_classes unchanged (a
+// model keeps its num_classes-way output). The sources get " (classes 5,6,7)". kInvalidArgument naming
+// data.classes for a class outside [0, num_classes), a repeated class, or a split left without examples.
+Result<DatasetSplits> FilterClasses(const DatasetSplits& splits, const std::vector<int64_t>& classes);
+
 }  // namespace geomx::data

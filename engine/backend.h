@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "engine/allocator.h"
@@ -38,6 +39,13 @@ class Backend {
   virtual Status Copy(const Tensor& src, Tensor* dst) = 0;  // same shape and dtype
   virtual Status Fill(float value, Tensor* dst) = 0;        // any dtype; value converted
   virtual Status Cast(const Tensor& src, Tensor* dst) = 0;  // numel equal, dtypes differ
+  // Strided block copy (any dtype, bytes): for r in [0, rows), copies the `row_bytes` bytes at byte
+  // src_offset + r * src_stride of `src` to byte dst_offset + r * dst_stride of `dst` (offsets from raw_data()).
+  // ops.cc checks that every block lies inside its tensor, that row_bytes <= both strides when rows > 1, and that
+  // src and dst are different storages (no overlap). rows == 0 or row_bytes == 0 copies nothing. Concat and Slice
+  // along any dimension are this copy with rows = the product of the leading dimensions.
+  virtual Status CopyBlocks(const Tensor& src, Tensor* dst, int64_t rows, size_t row_bytes, size_t src_stride,
+                            size_t dst_stride, size_t src_offset, size_t dst_offset) = 0;
 
   // ---- dense linear algebra ----
   // C[M,N] = op(A) op(B) (+ beta*C when accumulate), op = transpose when the flag is set.

@@ -64,6 +64,92 @@ Tensor Cast(const Tensor& x, DType dtype) {
 
 void Copy(const Tensor& src, Tensor* dst) { dst->CopyFrom(src); }
 
+// ---- concatenation / slicing ----
+
+namespace {
+
+int NormalizeDim(const char* op, const Tensor& t, int dim) {
+  GEOMX_CHECK(t.rank() >= 1) << op << " needs a tensor of rank >= 1, got " << t.ToString();
+  const int d = dim < 0 ? dim + t.rank() : dim;
+  GEOMX_CHECK(0 <= d && d < t.rank()) << op << ": dim " << dim << " out of range for " << t.ToString();
+  return d;
+}
+
+// A tensor seen as [outer, t.dim(d), inner]: `outer` rows of t.dim(d) * inner_bytes contiguous bytes.
+struct Blocks {
+  int64_t outer = 1;
+  size_t inner_bytes = 0;
+};
+
+Blocks BlocksAround(const Tensor& t, int d) {
+  Blocks b;
+  for (int i = 0; i < d; ++i) b.outer *= t.dim(i);
+  b.inner_bytes = static_cast<size_t>(t.shape().numel_from(d + 1)) * SizeOf(t.dtype());
+  return b;
+}
+
+// `want` must equal `t` in every dimension but d.
+void CheckSameBut(const char* op, const Tensor& t, const Tensor& want, int d) {
+  bool ok = t.rank() == want.rank() && t.dtype() == want.dtype();
+  for (int i = 0; ok && i < t.rank(); ++i) ok = i == d || t.dim(i) == want.dim(i);
+  GEOMX_CHECK(ok) << op << ": " << t.ToString() << " does not match " << want.ToString() << " outside dim " << d;
+  CheckSameDevice(op, t, want);
+}
+
+}  // namespace
+
+void CopyIntoSlice(const Tensor& src, Tensor* dst, int dim, int64_t start) {
+  CheckDefined("CopyIntoSlice", src, "src");
+  CheckDefined("CopyIntoSlice", *dst, "dst");
+  const int d = NormalizeDim("CopyIntoSlice", *dst, dim);
+  CheckSameBut("CopyIntoSlice", src, *dst, d);
+  const int64_t len = src.dim(d);
+  GEOMX_CHECK(start >= 0 && start <= dst->dim(d) - len)
+      << "CopyIntoSlice: [" << start << ", " << start + len << ") outside dim " << d << " of " << dst->ToString();
+  GEOMX_CHECK(!src.SharesStorageWith(*dst)) << "CopyIntoSlice: src and dst share storage";
+  const Blocks b = BlocksAround(*dst, d);
+  const size_t row = static_cast<size_t>(len) * b.inner_bytes;
+  GEOMX_CHECK_OK(BackendOf(src).CopyBlocks(src, dst, b.outer, row, row,
+                                           static_cast<size_t>(dst->dim(d)) * b.inner_bytes, 0,
+                                           static_cast<size_t>(start) * b.inner_bytes));
+}
+
+Tensor Slice(const Tensor& x, int dim, int64_t start, int64_t length) {
+  CheckDefined("Slice", x, "x");
+  const int d = NormalizeDim("Slice", x, dim);
+  GEOMX_CHECK(start >= 0 && length >= 0 && start <= x.dim(d) - length)
+      << "Slice: [" << start << ", " << start + length << ") outside dim " << d << " of " << x.ToString();
+  std::vector<int64_t> dims = x.shape().dims();
+  dims[static_cast<size_t>(d)] = length;
+  Tensor out = Tensor::Empty(Shape(std::move(dims)), x.dtype(), x.device());
+  const Blocks b = BlocksAround(x, d);
+  const size_t row = static_cast<size_t>(length) * b.inner_bytes;
+  GEOMX_CHECK_OK(BackendOf(x).CopyBlocks(x, &out, b.outer, row, static_cast<size_t>(x.dim(d)) * b.inner_bytes, row,
+                                         static_cast<size_t>(start) * b.inner_bytes, 0));
+  return out;
+}
+
+Tensor Concat(const std::vector<Tensor>& xs, int dim) {
+  GEOMX_CHECK(!xs.empty()) << "Concat of no tensors";
+  CheckDefined("Concat", xs[0], "xs[0]");
+  const int d = NormalizeDim("Concat", xs[0], dim);
+  int64_t total = 0;
+  for (const Tensor& x : xs) {
+    CheckDefined("Concat", x, "xs[i]");
+    CheckSameBut("Concat", x, xs[0], d);
+    total += x.dim(d);
+  }
+  std::vector<int64_t> dims = xs[0].shape().dims();
+  dims[static_cast<size_t>(d)] = total;
+  Tensor out = Tensor::Empty(Shape(std::move(dims)), xs[0].dtype(), xs[0].device());
+  int64_t at = 0;
+  for (const Tensor& x : xs) {
+    CopyIntoSlice(x, &out, d, at);
+    at += x.dim(d);
+  }
+  return out;
+}
+
 // ---- linear algebra ----
 
 Tensor MatMul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {

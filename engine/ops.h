@@ -17,6 +17,16 @@ void Fill(Tensor* t, float value);
 Tensor Cast(const Tensor& x, DType dtype);
 void Copy(const Tensor& src, Tensor* dst);  // same shape/dtype, any devices
 
+// ---- concatenation / slicing along one dimension (Backend::CopyBlocks) ----
+// `dim` may be negative (counted from the end); tensors have rank >= 1 and any dtype. The results are copies.
+// Concat: all inputs share dtype, device and rank and match xs[0] in every dimension but `dim`.
+Tensor Concat(const std::vector<Tensor>& xs, int dim);
+// Elements [start, start + length) along `dim`.
+Tensor Slice(const Tensor& x, int dim, int64_t start, int64_t length);
+// Writes `src` into `*dst` at [start, start + src.dim(dim)) along `dim`; src matches dst in every other dimension
+// and has its own storage.
+void CopyIntoSlice(const Tensor& src, Tensor* dst, int dim, int64_t start);
+
 // ---- linear algebra ----
 Tensor MatMul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x [N, I], w [O, I], b [O] or undefined -> [N, O]

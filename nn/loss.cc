@@ -27,4 +27,11 @@ autograd::Variable MseLoss(const autograd::Variable& pred, const Tensor& target)
   return autograd::MseLoss(pred, target);
 }
 
+autograd::Variable SmoothL1Loss(const autograd::Variable& pred, const Tensor& target, float beta) {
+  GEOMX_CHECK(pred.shape() == target.shape())
+      << "SmoothL1Loss: pred " << pred.shape().ToString() << " vs target " << target.shape().ToString();
+  GEOMX_CHECK(beta > 0.0f) << "SmoothL1Loss: beta must be positive, got " << beta;
+  return autograd::SmoothL1Loss(pred, target, beta);
+}
+
 }  // namespace geomx::nn

@@ -15,5 +15,8 @@ autograd::Variable CrossEntropyLoss(const autograd::Variable& logits, const Tens
 autograd::Variable BceWithLogitsLoss(const autograd::Variable& logits, const Tensor& targets);
 // Mean squared error over all elements: mean((pred - target)^2); same shapes.
 autograd::Variable MseLoss(const autograd::Variable& pred, const Tensor& target);
+// Smooth L1 (Huber with beta, PyTorch's SmoothL1Loss) over all elements: per element d = pred - target,
+// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; mean. Same shapes; beta > 0.
+autograd::Variable SmoothL1Loss(const autograd::Variable& pred, const Tensor& target, float beta = 1.0f);
 
 }  // namespace geomx::nn

@@ -21,6 +21,14 @@ std::vector<Parameter*> Module::Parameters() {
   return params;
 }
 
+std::vector<Parameter*> Module::TrainableParameters() {
+  std::vector<Parameter*> params;
+  for (Parameter* p : Parameters()) {
+    if (p->trainable()) params.push_back(p);
+  }
+  return params;
+}
+
 std::vector<std::pair<std::string, Tensor*>> Module::Buffers() {
   std::vector<std::pair<std::string, Tensor*>> buffers;
   Collect("", nullptr, &buffers);

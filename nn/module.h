@@ -25,6 +25,8 @@ class Module {
 
   // All parameters of this module and its children, depth-first in registration order, with full keys.
   std::vector<Parameter*> Parameters();
+  // The trainable ones (not frozen), in the same order: what the trainer updates and the parameter server keys.
+  std::vector<Parameter*> TrainableParameters();
   // All buffers (full keys) — saved in checkpoints, not trained.
   std::vector<std::pair<std::string, Tensor*>> Buffers();
   int64_t NumParameters();

@@ -20,6 +20,10 @@ class Parameter {
   const Tensor& data() const { return var_.data(); }
   const Tensor& grad() const { return var_.grad(); }
   int64_t numel() const { return var_.data().numel(); }
+  // A frozen parameter (nn/transfer.h, FreezeLayers) gets no gradient, no optimizer state and no
+  // parameter-server key; it stays a model parameter (checkpoints save it).
+  bool trainable() const { return var_.requires_grad(); }
+  void set_trainable(bool on) { var_.set_requires_grad(on); }
 
  private:
   friend class Module;  // prefixes keys when a module is registered as a child

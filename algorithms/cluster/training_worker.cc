@@ -29,10 +29,10 @@ Status RunTrainingWorker(const TrainingWorkerArgs& a) {
   int64_t start = 0;
   if (session->rejoined()) {
     GEOMX_ASSIGN_OR_RETURN(start, session->JoinRunningTier());
-    GEOMX_RETURN_IF_ERROR(update->PullRejoin(a.model->Parameters(), start).WithContext(session->name()));
+    GEOMX_RETURN_IF_ERROR(update->PullRejoin(a.model->TrainableParameters(), start).WithContext(session->name()));
     GEOMX_LOG(kWarning) << session->name() << ": rejoined the running job at round " << start;
   } else {
-    GEOMX_RETURN_IF_ERROR(update->PullInitial(a.model->Parameters()));
+    GEOMX_RETURN_IF_ERROR(update->PullInitial(a.model->TrainableParameters()));
   }
   GEOMX_ASSIGN_OR_RETURN(const ps::JobDescription served_job, session->FetchJob());
   if (!session->rejoined()) start = served_job.plan.start_round;

@@ -206,7 +206,7 @@ Result<KeySchema> KeySchema::Decode(std::string_view text) {
 KeySchema KeySchemaFromModule(nn::Module& model) {
   std::vector<KeyDef> keys;
   uint64_t i = 0;
-  for (nn::Parameter* p : model.Parameters()) {
+  for (nn::Parameter* p : model.TrainableParameters()) {
     KeyDef k;
     k.key = i++;
     k.name = p->key();

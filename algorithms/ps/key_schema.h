@@ -105,7 +105,8 @@ class KeySchema {
   std::vector<KeyDef> keys_;
 };
 
-// Parameter i of model.Parameters() is key i: role parameter, reducer sum, dense, init from the master worker.
+// Trainable parameter i (model.TrainableParameters(): frozen parameters never travel) is key i: role parameter,
+// reducer sum, dense, init from the master worker.
 KeySchema KeySchemaFromModule(nn::Module& model);
 
 }  // namespace geomx::ps

@@ -40,8 +40,9 @@ class SyncObserver {
   }
   // Averaging modes: worker `worker_index` (over all data centres) adopted the answer of its sync `sync_index` (its
   // data centre's average or, on a WAN sync, the global model); `weights` are its parameters then, one vector per
-  // parameter in Parameters() order. Called only when WantsWorkerModels() (copying the model costs a pass over it),
-  // after every answer was written into the parameters (with P3 the worker then writes them at once).
+  // parameter in TrainableParameters() order (all of them unless model.freeze). Called only when
+  // WantsWorkerModels() (copying the model costs a pass over it), after every answer was written into the
+  // parameters (with P3 the worker then writes them at once).
   virtual bool WantsWorkerModels() const { return false; }
   virtual void OnWorkerModel(int worker_index, int64_t sync_index, const std::vector<std::vector<float>>& weights) {
     (void)worker_index;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "algorithms/train/grad_clip.h"
 #include "engine/autograd/functions.h"
 #include "engine/ops.h"
 
@@ -117,7 +118,7 @@ Trainer::Trainer(TrainerOptions options, nn::Module* model, nn::Optimizer* optim
       test_(test),
       listener_(listener),
       interrupted_(interrupted),
-      params_(model->Parameters()) {}
+      params_(model->TrainableParameters()) {}
 
 int64_t Trainer::iterations_per_epoch() const {
   const int64_t all = loader_->batches_per_epoch();
@@ -131,11 +132,12 @@ int64_t Trainer::total_iterations() const {
 }
 
 Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const std::vector<nn::Parameter*>& params,
-                            const Tensor& x, const Tensor& y, int64_t round) {
+                            const Tensor& x, const Tensor& y, int64_t round, float clip_norm) {
   model.ZeroGrad();
   autograd::Variable logits = model.Forward(autograd::Variable(x));
   autograd::Variable loss = autograd::SoftmaxCrossEntropy(logits, y);
   loss.Backward();
+  if (clip_norm > 0.0f) ClipGradNorm(params, clip_norm);
   GEOMX_RETURN_IF_ERROR(update.Apply(params, round));
   StepStats r;
   r.loss = loss.data().item();
@@ -145,7 +147,8 @@ Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const st
 }
 
 Result<StepStats> Trainer::Step(const data::Batch& batch, int64_t round) {
-  return TrainStep(*model_, *update_, params_, batch.x.To(options_.device), batch.y.To(options_.device), round);
+  return TrainStep(*model_, *update_, params_, batch.x.To(options_.device), batch.y.To(options_.device), round,
+                   options_.clip_norm);
 }
 
 Status Trainer::EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based) {

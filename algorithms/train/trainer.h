@@ -61,8 +61,9 @@ struct StepStats {
   int64_t correct = 0;
   int64_t examples = 0;
 };
+// clip_norm > 0: the gradients are clipped to that global L2 norm (grad_clip.h) before the update.
 Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const std::vector<nn::Parameter*>& params,
-                            const Tensor& x, const Tensor& y, int64_t round);
+                            const Tensor& x, const Tensor& y, int64_t round, float clip_norm = 0.0f);
 
 class TrainerListener {
  public:
@@ -76,6 +77,7 @@ struct TrainerOptions {
   TrainingConfig training;
   nn::LrScheduleConfig schedule;
   float base_lr = 0.001f;
+  float clip_norm = 0.0f;  // optimizer.clip_norm: > 0 clips the global gradient norm before each update
   Device device = Device::Cpu();
   int64_t eval_batch_size = 500;
   // Iterations per epoch; 0 = every batch of the loader. Distributed FSA workers all use the same count, so

@@ -191,6 +191,42 @@ class ReshapeNode final : public FunctionNode {
   std::vector<Tensor> Backward(const Tensor& dy) override { return {dy.Reshape(In(0).shape())}; }
 };
 
+// Concat's gradient: dy sliced back into the inputs' extents along dim.
+class ConcatNode final : public FunctionNode {
+ public:
+  explicit ConcatNode(int dim) : dim_(dim) {}
+  const char* name() const override { return "Concat"; }
+  std::vector<Tensor> Backward(const Tensor& dy) override {
+    std::vector<Tensor> g(inputs().size());
+    int64_t at = 0;
+    for (size_t i = 0; i < inputs().size(); ++i) {
+      const int64_t len = In(i).shape().dims()[static_cast<size_t>(dim_)];
+      if (NeedsGrad(i)) g[i] = ops::Slice(dy, dim_, at, len);
+      at += len;
+    }
+    return g;
+  }
+
+ private:
+  int dim_;  // non-negative
+};
+
+// Slice's gradient: zeros shaped like the input with dy written at the sliced extent.
+class SliceNode final : public FunctionNode {
+ public:
+  SliceNode(int dim, int64_t start) : dim_(dim), start_(start) {}
+  const char* name() const override { return "Slice"; }
+  std::vector<Tensor> Backward(const Tensor& dy) override {
+    Tensor dx = Tensor::Zeros(In(0).shape(), DType::kF32, dy.device());
+    ops::CopyIntoSlice(dy, &dx, dim_, start_);
+    return {dx};
+  }
+
+ private:
+  int dim_;
+  int64_t start_;
+};
+
 // ---- elementwise ----
 
 // a + sign*b with ops::Binary's broadcasting of b.
@@ -314,6 +350,24 @@ class MseNode final : public FunctionNode {
   Tensor diff_;
 };
 
+// d/dpred of mean(smooth_l1(pred - target)) = clamp(diff / beta, -1, 1) / n, times the upstream scalar.
+class SmoothL1Node final : public FunctionNode {
+ public:
+  SmoothL1Node(Tensor diff, float beta) : diff_(std::move(diff)), beta_(beta) {}
+  const char* name() const override { return "SmoothL1Loss"; }
+  std::vector<Tensor> Backward(const Tensor& dy) override {
+    const Tensor at_least_minus_one = ops::Unary(UnaryOp::kClampMin, ops::MulScalar(diff_, 1.0f / beta_), -1.0f);
+    // min(v, 1) = -max(-v, -1)
+    const Tensor clamped = ops::Unary(
+        UnaryOp::kNeg, ops::Unary(UnaryOp::kClampMin, ops::Unary(UnaryOp::kNeg, at_least_minus_one), -1.0f));
+    return {ops::MulScalar(clamped, dy.item() / static_cast<float>(diff_.numel()))};
+  }
+
+ private:
+  Tensor diff_;
+  float beta_;
+};
+
 template <typename NodeT, typename... Args>
 std::shared_ptr<Node> Make(Args&&... args) {
   return std::make_shared<NodeT>(std::forward<Args>(args)...);
@@ -404,6 +458,22 @@ Variable Flatten(const Variable& x) {
   return Reshape(x, Shape{x.data().dim(0), x.data().shape().numel_from(1)});
 }
 
+Variable Concat(const std::vector<Variable>& xs, int dim) {
+  GEOMX_CHECK(!xs.empty()) << "Concat of no tensors";
+  std::vector<Tensor> data;
+  data.reserve(xs.size());
+  for (const Variable& x : xs) data.push_back(x.data());
+  Tensor y = ops::Concat(data, dim);  // validates dim
+  const int d = dim < 0 ? dim + y.rank() : dim;
+  return MakeResult(std::move(y), Make<ConcatNode>(d), xs);
+}
+
+Variable Slice(const Variable& x, int dim, int64_t start, int64_t length) {
+  Tensor y = ops::Slice(x.data(), dim, start, length);  // validates dim and the range
+  const int d = dim < 0 ? dim + y.rank() : dim;
+  return MakeResult(std::move(y), Make<SliceNode>(d, start), {x});
+}
+
 Variable Add(const Variable& a, const Variable& b) {
   return MakeResult(ops::Add(a.data(), b.data()), Make<AddSubNode>(false), {a, b});
 }
@@ -466,6 +536,20 @@ Variable MseLoss(const Variable& pred, const Tensor& target) {
   Tensor diff = ops::Sub(pred.data(), target);
   Tensor loss = ops::Mean(ops::Unary(UnaryOp::kSquare, diff));
   return MakeResult(std::move(loss), Make<MseNode>(std::move(diff)), {pred});
+}
+
+Variable SmoothL1Loss(const Variable& pred, const Tensor& target, float beta) {
+  GEOMX_CHECK(target.defined() && target.shape() == pred.shape())
+      << "SmoothL1Loss: target " << target.ToString() << " for prediction " << pred.data().ToString();
+  GEOMX_CHECK(beta > 0.0f) << "SmoothL1Loss: beta must be positive, got " << beta;
+  Tensor diff = ops::Sub(pred.data(), target);
+  // With a = |d| and m = min(a, beta): 0.5 m^2 / beta + (a - m) is 0.5 d^2 / beta below beta and
+  // |d| - 0.5 beta from beta on.
+  const Tensor a = ops::Unary(UnaryOp::kAbs, diff);
+  const Tensor m = ops::Unary(UnaryOp::kNeg, ops::Unary(UnaryOp::kClampMin, ops::Unary(UnaryOp::kNeg, a), -beta));
+  const Tensor per_element =
+      ops::Add(ops::MulScalar(ops::Unary(UnaryOp::kSquare, m), 0.5f / beta), ops::Sub(a, m));
+  return MakeResult(ops::Mean(per_element), Make<SmoothL1Node>(std::move(diff), beta), {pred});
 }
 
 }  // namespace geomx::autograd

@@ -2,6 +2,9 @@
 // Shapes follow ops.h. Every function here has a finite-difference test in tests/engine/.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "engine/autograd/variable.h"
 #include "engine/base/rng.h"
 #include "engine/op_params.h"
@@ -25,6 +28,9 @@ Variable LogSoftmax(const Variable& x);
 Variable Dropout(const Variable& x, float p, bool training, Rng& rng);
 Variable Reshape(const Variable& x, const Shape& shape);
 Variable Flatten(const Variable& x);  // [N, ...] -> [N, prod(...)]
+// Along one dimension (ops.h Concat/Slice: dim may be negative; copies, not views).
+Variable Concat(const std::vector<Variable>& xs, int dim);
+Variable Slice(const Variable& x, int dim, int64_t start, int64_t length);
 
 Variable Add(const Variable& a, const Variable& b);  // same shape, or b scalar / [C] broadcast (ops.h)
 Variable Sub(const Variable& a, const Variable& b);
@@ -43,5 +49,8 @@ Variable SoftmaxCrossEntropy(const Variable& logits, const Tensor& labels);
 // logits and targets (f32 in [0,1]) of the same shape; numerically stable log-sum-exp form.
 Variable BinaryCrossEntropyWithLogits(const Variable& logits, const Tensor& targets);
 Variable MseLoss(const Variable& pred, const Tensor& target);
+// PyTorch's SmoothL1Loss (Huber with beta, mean reduction): per element d = pred - target,
+// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta. beta > 0.
+Variable SmoothL1Loss(const Variable& pred, const Tensor& target, float beta = 1.0f);
 
 }  // namespace geomx::autograd

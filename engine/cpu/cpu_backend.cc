@@ -93,6 +93,15 @@ Status CpuBackend::Fill(float value, Tensor* dst) {
   return Status::Ok();
 }
 
+Status CpuBackend::CopyBlocks(const Tensor& src, Tensor* dst, int64_t rows, size_t row_bytes, size_t src_stride,
+                              size_t dst_stride, size_t src_offset, size_t dst_offset) {
+  if (rows <= 0 || row_bytes == 0) return Status::Ok();
+  const char* s = static_cast<const char*>(src.raw_data()) + src_offset;
+  char* d = static_cast<char*>(dst->raw_data()) + dst_offset;
+  for (int64_t r = 0; r < rows; ++r, s += src_stride, d += dst_stride) std::memcpy(d, s, row_bytes);
+  return Status::Ok();
+}
+
 Status CpuBackend::Cast(const Tensor& src, Tensor* dst) {
   if (src.numel() != dst->numel()) {
     return Status::InvalidArgument("Cast: " + src.ToString() + " into " + dst->ToString());

@@ -30,6 +30,8 @@ class CpuBackend final : public Backend {
   Status Copy(const Tensor& src, Tensor* dst) override;
   Status Fill(float value, Tensor* dst) override;
   Status Cast(const Tensor& src, Tensor* dst) override;
+  Status CopyBlocks(const Tensor& src, Tensor* dst, int64_t rows, size_t row_bytes, size_t src_stride,
+                    size_t dst_stride, size_t src_offset, size_t dst_offset) override;
 
   // onednn_matmul.cc
   Status MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, bool accumulate,

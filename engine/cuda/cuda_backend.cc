@@ -143,6 +143,30 @@ Status CudaBackend::Fill(float value, Tensor* dst) {
   return Status::Ok();
 }
 
+Status CudaBackend::CopyBlocks(const Tensor& src, Tensor* dst, int64_t rows, size_t row_bytes, size_t src_stride,
+                               size_t dst_stride, size_t src_offset, size_t dst_offset) {
+  if (rows <= 0 || row_bytes == 0) return Status::Ok();
+  const char* s = static_cast<const char*>(src.raw_data()) + src_offset;
+  char* d = static_cast<char*>(dst->raw_data()) + dst_offset;
+  if (rows == 1) {
+    GEOMX_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d, s, row_bytes, cudaMemcpyDeviceToDevice, ctx_->stream()));
+    return Status::Ok();
+  }
+  // cudaMemcpy2DAsync rejects pitches above the device's memPitch (2^31 - 1 on current GPUs): larger strides,
+  // which need tensors of several GiB, fall back to one copy per row.
+  constexpr size_t kMaxPitch = (size_t{1} << 31) - 1;
+  if (src_stride > kMaxPitch || dst_stride > kMaxPitch) {
+    for (int64_t r = 0; r < rows; ++r, s += src_stride, d += dst_stride) {
+      GEOMX_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d, s, row_bytes, cudaMemcpyDeviceToDevice, ctx_->stream()));
+    }
+    return Status::Ok();
+  }
+  // (dst, dpitch, src, spitch, width in bytes, height in rows, kind, stream)
+  GEOMX_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d, dst_stride, s, src_stride, row_bytes, static_cast<size_t>(rows),
+                                               cudaMemcpyDeviceToDevice, ctx_->stream()));
+  return Status::Ok();
+}
+
 Status CudaBackend::Cast(const Tensor& src, Tensor* dst) {
   if (src.numel() != dst->numel()) {
     return Status::InvalidArgument("Cast: " + src.ToString() + " into " + dst->ToString());

@@ -3,7 +3,8 @@
 //   - MatMul and LinearForward: cuBLAS SGEMM on row-major data (cublas_matmul.cc);
 //   - GELU, elementwise math, reductions, the fused loss, arg-max and optimizer updates: kernels (*.cu) launching
 //     the same engine/kernels/ functors the CPU backend loops over (cuda_elementwise.cc);
-//   - memory: a caching device allocator (cuda_allocator.h) and cudaMemcpyAsync (cuda_backend.cc).
+//   - memory: a caching device allocator (cuda_allocator.h), cudaMemcpyAsync and, for CopyBlocks, cudaMemcpy2DAsync
+//     (cuda_backend.cc).
 //
 // Execution: every call enqueues its work on the backend's single non-blocking stream and returns; the results
 // are ready for later calls (stream order) and for the host after Synchronize(). Calls that hand data to the host
@@ -68,6 +69,8 @@ class CudaBackend final : public Backend {
   Status Copy(const Tensor& src, Tensor* dst) override;
   Status Fill(float value, Tensor* dst) override;
   Status Cast(const Tensor& src, Tensor* dst) override;
+  Status CopyBlocks(const Tensor& src, Tensor* dst, int64_t rows, size_t row_bytes, size_t src_stride,
+                    size_t dst_stride, size_t src_offset, size_t dst_offset) override;
 
   // cublas_matmul.cc
   Status MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, bool accumulate,

@@ -14,6 +14,11 @@ struct ModelConfig {
   float dropout = 0.0f;                  // mlp: dropout probability after each hidden layer, [0, 1)
   std::string init = "kaiming";          // kaiming | xavier: weight init of conv/linear layers
   std::string cell = "lstm";             // rnn: lstm | gru
+  // Incremental training (nn/transfer.h): start from this run folder's last checkpoint or this checkpoint file
+  // ("" = fresh weights), and freeze the first `freeze` parameterised layers. Applied by the caller, not by
+  // CreateModel.
+  std::string init_from;
+  int freeze = 0;
   // Input geometry, filled from the dataset by the caller (not recipe keys).
   int in_channels = 1;
   int in_height = 28;

@@ -16,6 +16,7 @@ struct OptimizerConfig {
   float eps = 1e-8f;          // > 0
   float l1 = 0.01f;           // ftrl: L1 strength, >= 0 (MXNet's lamda1)
   float ftrl_beta = 1.0f;     // ftrl: beta of the per-coordinate rate lr / (beta + sqrt(n)), >= 0
+  float clip_norm = 0.0f;     // > 0: clip the global gradient L2 norm to this before each update; 0 = off
 };
 
 struct LrScheduleConfig {

@@ -133,6 +133,18 @@ TEST(CliTest, TrainWritesRunFolderAndEvalAgrees) {
   EXPECT_EQ(std::stod(Field(ev.output, "test_accuracy")), std::stod(Field(summary, "final_test_accuracy")));
 }
 
+TEST(CliTest, TrainWithGradientClippingCompletesAndRejectsANegativeThreshold) {
+  ScratchDir dir;
+  WriteFile(dir / "r.yaml", kSmokeRecipe);
+  auto r = RunGeomx("train r.yaml --out clipped --set optimizer.clip_norm=0.5 --set training.epochs=1", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Field(ReadFile(dir / "clipped" / "summary.json"), "status"), "\"completed\"");
+  EXPECT_NE(ReadFile(dir / "clipped" / "recipe.yaml").find("clip_norm: 0.5"), std::string::npos);
+  auto bad = RunGeomx("train r.yaml --dry-run --set optimizer.clip_norm=-1", dir.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("optimizer.clip_norm"), std::string::npos) << bad.output;
+}
+
 TEST(CliTest, ResumeContinuesToTheSameResultAsOneRun) {
   ScratchDir dir;
   WriteFile(dir / "r.yaml", kSmokeRecipe);

@@ -36,6 +36,8 @@ model:
   dropout: 0.25
   init: xavier
   cell: gru
+  init_from: runs/source
+  freeze: 2
 data:
   name: csv
   path: /data/my table.csv
@@ -47,6 +49,7 @@ data:
   prefetch: 0
   normalize: no
   augment: true
+  classes: [5, 7, 9]
   label_column: 0
   header: false
   num_features: 12
@@ -72,6 +75,7 @@ optimizer:
   eps: 1e-6
   l1: 0.5
   ftrl_beta: 2
+  clip_norm: 5
   where: worker
   schedule:
     name: cosine
@@ -188,6 +192,8 @@ TEST(RecipeTest, ParsesEveryKey) {
   EXPECT_FLOAT_EQ(r.model.dropout, 0.25f);
   EXPECT_EQ(r.model.init, "xavier");
   EXPECT_EQ(r.model.cell, "gru");
+  EXPECT_EQ(r.model.init_from, "runs/source");
+  EXPECT_EQ(r.model.freeze, 2);
   EXPECT_EQ(r.data.name, "csv");
   EXPECT_EQ(r.data.path, "/data/my table.csv");
   EXPECT_EQ(r.data.test_path, "/data/test #1: \"b\".csv");
@@ -199,6 +205,7 @@ TEST(RecipeTest, ParsesEveryKey) {
   EXPECT_EQ(r.data.prefetch, 0);
   EXPECT_FALSE(r.data.normalize);
   EXPECT_TRUE(r.data.augment);
+  EXPECT_EQ(r.data.classes, (std::vector<int64_t>{5, 7, 9}));
   EXPECT_EQ(r.data.label_column, 0);
   EXPECT_FALSE(r.data.header);
   EXPECT_EQ(r.data.num_features, 12);
@@ -488,7 +495,7 @@ TEST(RecipeTest, KeyInTheWrongSectionSuggestsItsPath) {
 TEST(RecipeTest, UnknownKeyWithoutCloseMatchListsTheSection) {
   EXPECT_EQ(ErrorLines("model:\n  zzzzzzzz: 1\n"),
             Lines{"r.yaml:2:3: model.zzzzzzzz: unknown key (model has: name, hidden, activation, dropout, init, "
-                  "cell)"});
+                  "cell, init_from, freeze)"});
 }
 
 TEST(RecipeTest, WrongTypes) {
@@ -513,8 +520,8 @@ TEST(RecipeTest, WrongTypes) {
                    "r.yaml:2:21: model.hidden[2]: must be >= 1, got 0"}));
   EXPECT_EQ(
       ErrorLines("model: mlp"),
-      Lines{"r.yaml:1:8: model: expected a mapping of keys (name, hidden, activation, dropout, init, cell), got "
-            "'mlp'"});
+      Lines{"r.yaml:1:8: model: expected a mapping of keys (name, hidden, activation, dropout, init, cell, init_from, "
+            "freeze), got 'mlp'"});
 }
 
 TEST(RecipeTest, OutOfRangeValues) {

@@ -418,6 +418,42 @@ TEST_P(AutogradTest, GradMseLoss) {
   EXPECT_FLOAT_EQ(MseLoss(p, T({0, 4}, {2})).data().item(), 2.5f);
 }
 
+TEST_P(AutogradTest, GradSmoothL1Loss) {
+  // Differences spread over both branches (|d| < beta and beyond) for beta 1 and 0.5.
+  Tensor target = Rand({3, 4}, 48);
+  for (float beta : {1.0f, 0.5f}) {
+    ExpectGradientsMatch([target, beta](const auto& in) { return SmoothL1Loss(in[0], target, beta); },
+                         {Rand({3, 4}, 49, -3, 3)}, 1e-2, GradCheckOptions{1e-3, 1e-2});
+  }
+  // 0.5 d^2 below beta, |d| - 0.5 beta above: d = {0.5, -3} with beta 1 -> (0.125 + 2.5) / 2.
+  Variable p(T({0.5f, -3}, {2}));
+  EXPECT_FLOAT_EQ(SmoothL1Loss(p, T({0, 0}, {2})).data().item(), 1.3125f);
+}
+
+TEST_P(AutogradTest, GradConcatAndSlice) {
+  for (int dim : {0, 1, 2, -1}) {
+    SCOPED_TRACE(dim);
+    ExpectGradientsMatch(
+        [dim](const auto& in) { return Project(Concat({in[0], in[1], in[2]}, dim), 110); },
+        {Rand({2, 3, 2}, 50), Rand(dim == 0 ? Shape{1, 3, 2} : dim == 1 ? Shape{2, 2, 2} : Shape{2, 3, 3}, 51),
+         Rand({2, 3, 2}, 52)});
+    ExpectGradientsMatch([dim](const auto& in) { return Project(Slice(in[0], dim, 1, 1), 111); },
+                         {Rand({2, 3, 4}, 53)});
+  }
+  // Exact: the slice's gradient is dy at the sliced extent and zero elsewhere; concat's is dy cut back apart.
+  Variable x(T({1, 2, 3, 4, 5, 6}, {2, 3}), true);
+  Variable s = Slice(x, 1, 1, 2);  // {{2, 3}, {5, 6}}
+  EXPECT_EQ(s.data().ToFloatVector(), (std::vector<float>{2, 3, 5, 6}));
+  Sum(Mul(s, Variable(T({10, 20, 30, 40}, {2, 2})))).Backward();
+  EXPECT_EQ(x.grad().ToFloatVector(), (std::vector<float>{0, 10, 20, 0, 30, 40}));
+  Variable a(T({1, 2}, {2, 1}), true), b(T({3, 4, 5, 6}, {2, 2}), true);
+  Variable c = Concat({a, b}, 1);
+  EXPECT_EQ(c.data().ToFloatVector(), (std::vector<float>{1, 3, 4, 2, 5, 6}));
+  Sum(Mul(c, Variable(T({1, 2, 3, 4, 5, 6}, {2, 3})))).Backward();
+  EXPECT_EQ(a.grad().ToFloatVector(), (std::vector<float>{1, 4}));
+  EXPECT_EQ(b.grad().ToFloatVector(), (std::vector<float>{2, 3, 5, 6}));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDevices, AutogradTest, ::testing::ValuesIn(AvailableDevices()),
                          [](const ::testing::TestParamInfo<Device>& info) {
                            return info.param.is_cpu() ? std::string("cpu")

@@ -62,6 +62,23 @@ TEST_P(LossTest, MseMatchesHandComputation) {
   EXPECT_TRUE(testing::AllClose(pred.grad().ToFloatVector(), {0.0f, 4.0f / 3, -4.0f / 3}));
 }
 
+TEST_P(LossTest, SmoothL1MatchesHandComputation) {
+  const Device d = GetParam();
+  // beta 1: d = {0, 0.5, 3, -2} -> {0, 0.5 * 0.25, 3 - 0.5, 2 - 0.5}; mean 4.125 / 4.
+  Variable pred(Tensor::FromVector({1, 1.5f, 4, -1}, Shape{2, 2}, d), /*requires_grad=*/true);
+  Variable loss = SmoothL1Loss(pred, Tensor::FromVector({1, 1, 1, 1}, Shape{2, 2}, d));
+  EXPECT_NEAR(loss.data().item(), 1.03125, 1e-6);
+  loss.Backward();
+  // clamp(d / beta, -1, 1) / 4
+  EXPECT_TRUE(testing::AllClose(pred.grad().ToFloatVector(), {0.0f, 0.125f, 0.25f, -0.25f}));
+  // beta 2: d = {1, -3, 0.5} -> {0.5 * 1 / 2, 3 - 1, 0.5 * 0.25 / 2}; mean 2.3125 / 3.
+  Variable p2(Tensor::FromVector({1, -3, 0.5f}, Shape{3}, d), true);
+  Variable l2 = SmoothL1Loss(p2, Tensor::Zeros(Shape{3}, DType::kF32, d), 2.0f);
+  EXPECT_NEAR(l2.data().item(), 2.3125 / 3, 1e-6);
+  l2.Backward();
+  EXPECT_TRUE(testing::AllClose(p2.grad().ToFloatVector(), {0.5f / 3, -1.0f / 3, 0.25f / 3}));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDevices, LossTest, ::testing::ValuesIn(AvailableDevices()),
                          [](const ::testing::TestParamInfo<Device>& info) {
                            return info.param.is_cpu() ? std::string("cpu")

@@ -10,6 +10,7 @@
 #include "algorithms/ps/job.h"
 #include "engine/base/rng.h"
 #include "nn/models/models.h"
+#include "nn/transfer.h"
 
 namespace geomx::ps {
 namespace {
@@ -47,6 +48,27 @@ TEST(KeySchemaTest, FromAModuleEveryParameterIsAKeyInOrder) {
   }
   EXPECT_EQ(s.keys()[0].name, (*model)->Parameters()[0]->key());
   EXPECT_TRUE(s.Validate().ok());
+}
+
+TEST(KeySchemaTest, FrozenParametersAreNoKeys) {
+  nn::ModelConfig mc;
+  mc.name = "mlp";
+  mc.hidden = {5};
+  mc.in_height = 1;
+  mc.in_width = 3;
+  mc.num_classes = 2;
+  Rng rng(1);
+  auto model = nn::CreateModel(mc, rng);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE(nn::FreezeLayers(**model, 1).ok());  // fc1 frozen
+  const KeySchema s = KeySchemaFromModule(**model);
+  ASSERT_EQ(s.keys().size(), 2u);  // fc2.weight 2x5 as key 0, fc2.bias 2 as key 1
+  EXPECT_EQ(s.keys()[0].key, 0u);
+  EXPECT_EQ(s.keys()[0].name, "fc2.weight");
+  EXPECT_EQ(s.keys()[0].elems, 10u);
+  EXPECT_EQ(s.keys()[1].key, 1u);
+  EXPECT_EQ(s.keys()[1].name, "fc2.bias");
+  EXPECT_EQ(s.keys()[1].elems, 2u);
 }
 
 TEST(KeySchemaTest, TextRoundTripKeepsEveryField) {
