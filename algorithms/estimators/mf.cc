@@ -174,6 +174,21 @@ Status MatrixFactorization::Fit(const data::Table& train, const FitContext& cont
   std::vector<int64_t> order(static_cast<size_t>(train.rows));
   for (int64_t r = 0; r < train.rows; ++r) order[r] = r;
 
+  // One SGD step on the touched rows (bias, then K factors) from their summed gradients, which are cleared with
+  // the rows' marks and the touched list.
+  const auto apply_sgd = [&](std::vector<int64_t>* touched, std::vector<double>* grads, std::vector<uint8_t>* marks,
+                             std::vector<float>* bias, std::vector<float>* factors) {
+    for (int64_t row : *touched) {
+      double* g = grads->data() + row * W;
+      (*bias)[row] = static_cast<float>((*bias)[row] - lr * g[0]);
+      float* v = factors->data() + row * K;
+      for (int64_t f = 0; f < K; ++f) v[f] = static_cast<float>(v[f] - lr * g[1 + f]);
+      std::fill(g, g + W, 0.0);
+      (*marks)[row] = 0;
+    }
+    touched->clear();
+  };
+
   for (int64_t epoch = 1; epoch <= config_.epochs; ++epoch) {
     if (config_.shuffle) {
       Rng rng(seed ^ (0x5eed0000ULL + static_cast<uint64_t>(epoch) * 0x9e3779b97f4a7c15ULL) ^
@@ -214,26 +229,10 @@ Status MatrixFactorization::Fit(const data::Table& train, const FitContext& cont
         }
       }
       // Users: always here.
-      for (int64_t u : touched_u) {
-        double* g = gu.data() + u * W;
-        bu_[u] = static_cast<float>(bu_[u] - lr * g[0]);
-        float* pu = p_.data() + u * K;
-        for (int64_t f = 0; f < K; ++f) pu[f] = static_cast<float>(pu[f] - lr * g[1 + f]);
-        std::fill(g, g + W, 0.0);
-        mark_u[u] = 0;
-      }
-      touched_u.clear();
+      apply_sgd(&touched_u, &gu, &mark_u, &bu_, &p_);
       // Items: here, or through the servers' row table.
       if (collective == nullptr) {
-        for (int64_t i : touched_i) {
-          double* g = gi.data() + i * W;
-          bi_[i] = static_cast<float>(bi_[i] - lr * g[0]);
-          float* qi = q_.data() + i * K;
-          for (int64_t f = 0; f < K; ++f) qi[f] = static_cast<float>(qi[f] - lr * g[1 + f]);
-          std::fill(g, g + W, 0.0);
-          mark_i[i] = 0;
-        }
-        touched_i.clear();
+        apply_sgd(&touched_i, &gi, &mark_i, &bi_, &q_);
         continue;
       }
       push_rows.clear();
