@@ -47,6 +47,27 @@ class Backend {
   virtual Status CopyBlocks(const Tensor& src, Tensor* dst, int64_t rows, size_t row_bytes, size_t src_stride,
                             size_t dst_stride, size_t src_offset, size_t dst_offset) = 0;
 
+  // ---- rows picked by index: embedding lookup, row-sparse gradients ----
+  // out[i, :] = table[indices[i], :] for i in [0, n): table [V, D], indices i64 [n], out [n, D]. ops.cc checked
+  // every index against [0, V); a backend never reads outside the table even so.
+  virtual Status GatherRows(const Tensor& table, const Tensor& indices, Tensor* out) = 0;
+  // Segmented row sums: for r in [0, R), adds src[order[j], :] to out[dst_rows[r], :] for j = offsets[r], ...,
+  // offsets[r + 1] - 1, one after another in increasing j (so every device rounds alike). src [n, D]; order i64
+  // [m] with values in [0, n); offsets i64 [R + 1], offsets[0] = 0, non-decreasing, offsets[R] = m; dst_rows i64
+  // [R], pairwise distinct, in [0, out.dim(0)); out [V, D] is updated in place. ops.cc builds the index tensors
+  // on the host; distinct dst_rows keep the output rows independent (no atomics, deterministic).
+  virtual Status SegmentSumRows(const Tensor& src, const Tensor& order, const Tensor& offsets,
+                                const Tensor& dst_rows, Tensor* out) = 0;
+
+  // ---- RoI crop-and-resize (ops.h CropAndResize: the sampling rule; math in kernels/crop_and_resize.h) ----
+  // x [N, C, H, W], boxes f32 [K, 4], box_index i64 [K] (checked by ops.cc: in [0, N), finite boxes), y [K, C,
+  // p.crop_h, p.crop_w].
+  virtual Status CropAndResizeForward(const CropAndResizeParams& p, const Tensor& x, const Tensor& boxes,
+                                      const Tensor& box_index, Tensor* y) = 0;
+  // Overwrites dx [N, C, H, W] with the gradient of the forward for dy [K, C, crop_h, crop_w].
+  virtual Status CropAndResizeBackward(const CropAndResizeParams& p, const Tensor& dy, const Tensor& boxes,
+                                       const Tensor& box_index, Tensor* dx) = 0;
+
   // ---- dense linear algebra ----
   // C[M,N] = op(A) op(B) (+ beta*C when accumulate), op = transpose when the flag is set.
   virtual Status MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, bool accumulate,

@@ -22,6 +22,13 @@ struct Pool2dParams {
   int pad_h = 0, pad_w = 0;
 };
 
+// RoI crop-and-resize: TensorFlow's tf.image.crop_and_resize with method "bilinear", on NCHW features (the
+// sampling rule is spelled out at ops::CropAndResize in engine/ops.h).
+struct CropAndResizeParams {
+  int crop_h = 7, crop_w = 7;        // output size of every box; > 0
+  float extrapolation_value = 0.0f;  // the value of samples outside the image (they pass no gradient back)
+};
+
 enum class ActivationKind : uint8_t { kRelu, kTanh, kSigmoid, kGelu };  // gelu: the erf form
 // "relu" <-> kRelu ...; ParseActivation returns false for unknown names.
 const char* ActivationName(ActivationKind k);

@@ -4,31 +4,12 @@
 
 #include <string>
 
-#include "engine/backend_registry.h"
 #include "engine/base/check.h"
+#include "engine/ops_checks.h"
 
 namespace geomx::ops {
 
 namespace {
-
-void CheckDefined(const char* op, const Tensor& t, const char* name) {
-  GEOMX_CHECK(t.defined()) << op << ": `" << name << "` is undefined";
-}
-
-void CheckF32(const char* op, const Tensor& t, const char* name) {
-  CheckDefined(op, t, name);
-  GEOMX_CHECK(t.dtype() == DType::kF32) << op << ": `" << name << "` must be f32, got " << t.ToString();
-}
-
-void CheckSameDevice(const char* op, const Tensor& a, const Tensor& b) {
-  GEOMX_CHECK(a.device() == b.device()) << op << ": tensors on different devices: " << a.ToString() << " and "
-                                        << b.ToString();
-}
-
-void CheckShape(const char* op, const Tensor& t, const Shape& want, const char* name) {
-  GEOMX_CHECK(t.shape() == want) << op << ": `" << name << "` must have shape " << want.ToString() << ", got "
-                                 << t.shape().ToString();
-}
 
 // [N, C, H, W] or [N, C]: the layouts batch norm accepts.
 void CheckBatchNormInput(const char* op, const Tensor& x) {
@@ -43,8 +24,6 @@ void CheckChannelVector(const char* op, const Tensor& x, const Tensor& v, const 
   CheckSameDevice(op, x, v);
   CheckShape(op, v, Shape{x.dim(1)}, name);
 }
-
-Backend& BackendOf(const Tensor& t) { return BackendFor(t.device()); }
 
 }  // namespace
 

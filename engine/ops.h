@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "engine/base/status.h"
 #include "engine/op_params.h"
+#include "engine/row_sparse_tensor.h"
 #include "engine/tensor.h"
 
 namespace geomx::ops {
@@ -26,6 +28,43 @@ Tensor Slice(const Tensor& x, int dim, int64_t start, int64_t length);
 // Writes `src` into `*dst` at [start, start + src.dim(dim)) along `dim`; src matches dst in every other dimension
 // and has its own storage.
 void CopyIntoSlice(const Tensor& src, Tensor* dst, int dim, int64_t start);
+
+// ---- embedding lookup and row-sparse tensors (Backend::GatherRows, Backend::SegmentSumRows) ----
+// Indices are i64 on the table's device. Index values are data, so they are checked (on the host: a copy and a
+// wait for device tensors) and reported as kInvalidArgument naming the first bad one and its flat position;
+// nothing is ever read out of bounds. Shapes and dtypes abort as everywhere in this file.
+//
+// Rows of `table` f32 [V, D] picked by `indices` of any shape S: out [S..., D], out[s, :] = table[indices[s], :].
+Result<Tensor> EmbeddingLookup(const Tensor& table, const Tensor& indices);
+// The gradient of EmbeddingLookup with respect to its table, row-sparse (row_sparse_tensor.h): rows = the
+// distinct indices in increasing order, values[r, :] = the sum of dy[s, :] over every s with indices[s] ==
+// rows[r], added in increasing s. dy f32 [S..., D] on the indices' device; num_rows = V.
+Result<RowSparseTensor> EmbeddingBackward(const Tensor& dy, const Tensor& indices, int64_t num_rows);
+// The dense [num_rows, width] tensor that `s` stands for (zeros in the rows it does not store).
+Tensor RowSparseToDense(const RowSparseTensor& s);
+// dense + s, a new tensor; `dense` has s's dense shape and device.
+Tensor AddRowSparse(const Tensor& dense, const RowSparseTensor& s);
+// a + b, row-sparse: the union of the rows, shared rows summed (a's row, then b's). Same num_rows, width, device.
+RowSparseTensor AddRowSparse(const RowSparseTensor& a, const RowSparseTensor& b);
+
+// ---- RoI crop-and-resize (Backend::CropAndResizeForward/Backward) ----
+// TensorFlow's tf.image.crop_and_resize(method="bilinear") on NCHW features: x f32 [N, C, H, W]; boxes f32 [K, 4],
+// row k = (y1, x1, y2, x2) in normalised image coordinates, where 0 is the centre of the first pixel row (column)
+// and 1 the centre of the last, so y maps to y * (H - 1) pixels (y1 > y2 or x1 > x2 flips the crop; coordinates
+// outside [0, 1] reach beyond the image); box_index i64 [K], the image of each box. Output [K, C, crop_h, crop_w]:
+// sample (i, j) of box k reads image box_index[k] at
+//   in_y = y1 (H - 1) + i (y2 - y1)(H - 1) / (crop_h - 1)   (crop_h > 1; crop_h == 1: in_y = (y1 + y2)(H - 1) / 2)
+//   in_x likewise with x1, x2, W, crop_w,
+// computed in f32 in that order. A sample with in_y outside [0, H - 1] or in_x outside [0, W - 1] is
+// p.extrapolation_value; otherwise it interpolates bilinearly between pixels floor(in) and ceil(in) on both axes.
+// kInvalidArgument, naming the box, for a box_index outside [0, N) or a coordinate that is not finite (checked on
+// the host). K may be 0.
+Result<Tensor> CropAndResize(const Tensor& x, const Tensor& boxes, const Tensor& box_index,
+                             const CropAndResizeParams& p);
+// The gradient with respect to x (the boxes get none): every element of dy [K, C, crop_h, crop_w] goes to the
+// four pixels it was interpolated from, with the bilinear weights; extrapolated samples pass nothing back.
+Result<Tensor> CropAndResizeBackward(const Tensor& dy, const Tensor& boxes, const Tensor& box_index,
+                                     const Shape& x_shape, const CropAndResizeParams& p);
 
 // ---- linear algebra ----
 Tensor MatMul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);

@@ -1,6 +1,7 @@
 #include "nn/module.h"
 
 #include <sstream>
+#include <utility>
 
 #include "engine/base/check.h"
 
@@ -53,6 +54,11 @@ void Module::To(Device device) {
     autograd::Variable& v = p->var();
     v.set_data(v.data().To(device));
     if (v.grad().defined()) v.set_grad(v.grad().To(device));
+    if (v.row_sparse_grad().defined()) {
+      RowSparseTensor g = v.row_sparse_grad();
+      g.values = g.values.To(device);
+      v.set_row_sparse_grad(std::move(g));
+    }
   }
   for (auto& [name, t] : buffers_) *t = t->To(device);
   for (auto& [name, child] : children_) child->To(device);

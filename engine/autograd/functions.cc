@@ -4,6 +4,7 @@
 #include "engine/autograd/functions.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "engine/backend_registry.h"
@@ -209,6 +210,43 @@ class ConcatNode final : public FunctionNode {
 
  private:
   int dim_;  // non-negative
+};
+
+// Embedding's gradient: row-sparse for the table, handed over through TakeRowSparseGrad; the indices are data.
+class EmbeddingNode final : public FunctionNode {
+ public:
+  explicit EmbeddingNode(Tensor indices) : indices_(std::move(indices)) {}
+  const char* name() const override { return "Embedding"; }
+  std::vector<Tensor> Backward(const Tensor& dy) override {
+    Result<RowSparseTensor> g = ops::EmbeddingBackward(dy, indices_, In(0).dim(0));
+    GEOMX_CHECK_OK(g.status());  // the forward checked these indices: a failure here is a broken invariant
+    grad_ = std::move(g).value();
+    return {Tensor()};
+  }
+  RowSparseTensor TakeRowSparseGrad(size_t input) override {
+    return input == 0 ? std::exchange(grad_, RowSparseTensor()) : RowSparseTensor();
+  }
+
+ private:
+  Tensor indices_;
+  RowSparseTensor grad_;  // from Backward until taken
+};
+
+// CropAndResize's gradient: dy scattered back onto x with the bilinear weights (boxes get none).
+class CropAndResizeNode final : public FunctionNode {
+ public:
+  CropAndResizeNode(Tensor boxes, Tensor box_index, const CropAndResizeParams& p)
+      : boxes_(std::move(boxes)), box_index_(std::move(box_index)), p_(p) {}
+  const char* name() const override { return "CropAndResize"; }
+  std::vector<Tensor> Backward(const Tensor& dy) override {
+    Result<Tensor> dx = ops::CropAndResizeBackward(dy, boxes_, box_index_, In(0).shape(), p_);
+    GEOMX_CHECK_OK(dx.status());  // the forward checked these boxes
+    return {std::move(dx).value()};
+  }
+
+ private:
+  Tensor boxes_, box_index_;
+  CropAndResizeParams p_;
 };
 
 // Slice's gradient: zeros shaped like the input with dy written at the sliced extent.
@@ -466,6 +504,17 @@ Variable Concat(const std::vector<Variable>& xs, int dim) {
   Tensor y = ops::Concat(data, dim);  // validates dim
   const int d = dim < 0 ? dim + y.rank() : dim;
   return MakeResult(std::move(y), Make<ConcatNode>(d), xs);
+}
+
+Result<Variable> Embedding(const Variable& weight, const Tensor& indices) {
+  GEOMX_ASSIGN_OR_RETURN(Tensor y, ops::EmbeddingLookup(weight.data(), indices));
+  return MakeResult(std::move(y), Make<EmbeddingNode>(indices), {weight});
+}
+
+Result<Variable> CropAndResize(const Variable& x, const Tensor& boxes, const Tensor& box_index,
+                               const CropAndResizeParams& p) {
+  GEOMX_ASSIGN_OR_RETURN(Tensor y, ops::CropAndResize(x.data(), boxes, box_index, p));
+  return MakeResult(std::move(y), Make<CropAndResizeNode>(boxes, box_index, p), {x});
 }
 
 Variable Slice(const Variable& x, int dim, int64_t start, int64_t length) {

@@ -7,6 +7,7 @@
 
 #include "engine/autograd/variable.h"
 #include "engine/base/rng.h"
+#include "engine/base/status.h"
 #include "engine/op_params.h"
 
 namespace geomx::autograd {
@@ -31,6 +32,16 @@ Variable Flatten(const Variable& x);  // [N, ...] -> [N, prod(...)]
 // Along one dimension (ops.h Concat/Slice: dim may be negative; copies, not views).
 Variable Concat(const std::vector<Variable>& xs, int dim);
 Variable Slice(const Variable& x, int dim, int64_t start, int64_t length);
+// Embedding lookup (ops.h EmbeddingLookup): the rows of `weight` [V, D] picked by `indices` (i64 of any shape S,
+// on weight's device; data, no gradient) -> [S..., D]. The weight's gradient is row-sparse (only the touched rows,
+// duplicates summed): the node hands it over through Node::TakeRowSparseGrad and a weight leaf keeps it by its
+// GradLayout (variable.h; densified by default). kInvalidArgument for an index outside [0, V).
+Result<Variable> Embedding(const Variable& weight, const Tensor& indices);
+// RoI crop-and-resize (ops.h CropAndResize: TensorFlow's crop_and_resize, bilinear): x [N, C, H, W], boxes f32
+// [K, 4] as (y1, x1, y2, x2) normalised, box_index i64 [K] -> [K, C, p.crop_h, p.crop_w]. Gradient to x only
+// (the boxes are data). kInvalidArgument for a box_index outside [0, N) or a coordinate that is not finite.
+Result<Variable> CropAndResize(const Variable& x, const Tensor& boxes, const Tensor& box_index,
+                               const CropAndResizeParams& p);
 
 Variable Add(const Variable& a, const Variable& b);  // same shape, or b scalar / [C] broadcast (ops.h)
 Variable Sub(const Variable& a, const Variable& b);

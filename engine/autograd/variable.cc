@@ -74,10 +74,32 @@ const Tensor& Variable::grad() const {
 void Variable::set_grad(Tensor g) {
   GEOMX_CHECK(impl_ != nullptr) << "Variable::set_grad on an undefined Variable";
   impl_->grad = std::move(g);
+  impl_->row_sparse_grad = RowSparseTensor();
+}
+
+const RowSparseTensor& Variable::row_sparse_grad() const {
+  GEOMX_CHECK(impl_ != nullptr) << "Variable::row_sparse_grad on an undefined Variable";
+  return impl_->row_sparse_grad;
+}
+
+void Variable::set_row_sparse_grad(RowSparseTensor g) {
+  GEOMX_CHECK(impl_ != nullptr) << "Variable::set_row_sparse_grad on an undefined Variable";
+  impl_->row_sparse_grad = std::move(g);
+  impl_->grad = Tensor();
+}
+
+GradLayout Variable::grad_layout() const { return impl_ ? impl_->grad_layout : GradLayout::kDense; }
+
+void Variable::set_grad_layout(GradLayout layout) {
+  GEOMX_CHECK(impl_ != nullptr) << "Variable::set_grad_layout on an undefined Variable";
+  impl_->grad_layout = layout;
 }
 
 void Variable::ZeroGrad() {
-  if (impl_) impl_->grad = Tensor();
+  if (impl_) {
+    impl_->grad = Tensor();
+    impl_->row_sparse_grad = RowSparseTensor();
+  }
 }
 
 const std::shared_ptr<Node>& Variable::producer() const {
@@ -114,7 +136,21 @@ void Variable::Backward(const Tensor& seed, const BackwardOptions& options) {
     } else {
       grad = handed_out.insert(g.storage().get()).second ? g : g.Clone();
     }
+    // A dense gradient next to row-sparse ones: all of it becomes dense (GradLayout). AddRowSparse is out of place.
+    if (leaf.row_sparse_grad().defined()) grad = ops::AddRowSparse(grad, leaf.row_sparse_grad());
     leaf.set_grad(std::move(grad));
+    got_gradient.insert(leaf.id());
+  };
+  // A row-sparse gradient for a leaf: kept row-sparse while the leaf asks for that and holds no dense gradient,
+  // densified otherwise. The values are fresh tensors of the node that made them (never shared).
+  auto accumulate_leaf_row_sparse = [&](Variable leaf, RowSparseTensor g) {
+    if (leaf.grad_layout() == GradLayout::kRowSparse && !leaf.grad().defined()) {
+      const RowSparseTensor& have = leaf.row_sparse_grad();
+      leaf.set_row_sparse_grad(have.defined() ? ops::AddRowSparse(have, g) : std::move(g));
+    } else {
+      const Tensor& have = leaf.grad();
+      leaf.set_grad(have.defined() ? ops::AddRowSparse(have, g) : ops::RowSparseToDense(g));
+    }
     got_gradient.insert(leaf.id());
   };
 
@@ -162,7 +198,20 @@ void Variable::Backward(const Tensor& seed, const BackwardOptions& options) {
     GEOMX_CHECK_EQ(in_grads.size(), inputs.size()) << node->name() << "::Backward returned a wrong count";
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Variable& in = inputs[i];
-      if (!in_grads[i].defined() || !in.requires_grad()) continue;
+      if (!in.requires_grad()) continue;
+      if (!in_grads[i].defined()) {
+        RowSparseTensor sparse = node->TakeRowSparseGrad(i);
+        if (!sparse.defined()) continue;
+        GEOMX_CHECK(sparse.dense_shape() == in.shape())
+            << node->name() << "::TakeRowSparseGrad: gradient " << sparse.dense_shape().ToString() << " for input "
+            << i << " of shape " << in.shape().ToString();
+        if (in.producer()) {
+          Accumulate(&grads[in.producer().get()], ops::RowSparseToDense(sparse));
+        } else {
+          accumulate_leaf_row_sparse(in, std::move(sparse));
+        }
+        continue;
+      }
       GEOMX_CHECK(in_grads[i].shape() == in.shape())
           << node->name() << "::Backward: gradient " << in_grads[i].shape().ToString() << " for input " << i
           << " of shape " << in.shape().ToString();

@@ -1,6 +1,7 @@
 // CpuBackend: the reference backend. Dense ops (matmul/inner product, conv, pooling, batch norm, eltwise,
 // softmax) go through oneDNN primitives, cached by shape (onednn_*.cc); elementwise math, reductions, losses and
-// optimizer updates loop over the functors in engine/kernels/ (cpu_elementwise.cc); large loops are split over
+// optimizer updates loop over the functors in engine/kernels/ (cpu_elementwise.cc), row gathers, segment sums and
+// crop-and-resize are loops too (cpu_gather_scatter.cc); large loops are split over
 // oneDNN's own OpenMP thread pool (no second pool competing for the cores). Method contracts: engine/backend.h.
 // Thread-safe: the primitive cache is guarded by a mutex; primitives execute on a per-call stream.
 #pragma once
@@ -32,6 +33,15 @@ class CpuBackend final : public Backend {
   Status Cast(const Tensor& src, Tensor* dst) override;
   Status CopyBlocks(const Tensor& src, Tensor* dst, int64_t rows, size_t row_bytes, size_t src_stride,
                     size_t dst_stride, size_t src_offset, size_t dst_offset) override;
+
+  // cpu_gather_scatter.cc
+  Status GatherRows(const Tensor& table, const Tensor& indices, Tensor* out) override;
+  Status SegmentSumRows(const Tensor& src, const Tensor& order, const Tensor& offsets, const Tensor& dst_rows,
+                        Tensor* out) override;
+  Status CropAndResizeForward(const CropAndResizeParams& p, const Tensor& x, const Tensor& boxes,
+                              const Tensor& box_index, Tensor* y) override;
+  Status CropAndResizeBackward(const CropAndResizeParams& p, const Tensor& dy, const Tensor& boxes,
+                               const Tensor& box_index, Tensor* dx) override;
 
   // onednn_matmul.cc
   Status MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, bool accumulate,

@@ -3,6 +3,7 @@
 //   - MatMul and LinearForward: cuBLAS SGEMM on row-major data (cublas_matmul.cc);
 //   - GELU, elementwise math, reductions, the fused loss, arg-max and optimizer updates: kernels (*.cu) launching
 //     the same engine/kernels/ functors the CPU backend loops over (cuda_elementwise.cc);
+//   - row gathers, segmented row sums and crop-and-resize: kernels of gather_scatter.cu (cuda_gather_scatter.cc);
 //   - memory: a caching device allocator (cuda_allocator.h), cudaMemcpyAsync and, for CopyBlocks, cudaMemcpy2DAsync
 //     (cuda_backend.cc).
 //
@@ -71,6 +72,15 @@ class CudaBackend final : public Backend {
   Status Cast(const Tensor& src, Tensor* dst) override;
   Status CopyBlocks(const Tensor& src, Tensor* dst, int64_t rows, size_t row_bytes, size_t src_stride,
                     size_t dst_stride, size_t src_offset, size_t dst_offset) override;
+
+  // cuda_gather_scatter.cc (kernels in gather_scatter.cu)
+  Status GatherRows(const Tensor& table, const Tensor& indices, Tensor* out) override;
+  Status SegmentSumRows(const Tensor& src, const Tensor& order, const Tensor& offsets, const Tensor& dst_rows,
+                        Tensor* out) override;
+  Status CropAndResizeForward(const CropAndResizeParams& p, const Tensor& x, const Tensor& boxes,
+                              const Tensor& box_index, Tensor* y) override;
+  Status CropAndResizeBackward(const CropAndResizeParams& p, const Tensor& dy, const Tensor& boxes,
+                               const Tensor& box_index, Tensor* dx) override;
 
   // cublas_matmul.cc
   Status MatMul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, bool accumulate,

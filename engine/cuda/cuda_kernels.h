@@ -48,6 +48,26 @@ cudaError_t LaunchSoftmaxCrossEntropyForward(const float* logits, const int64_t*
 cudaError_t LaunchSoftmaxCrossEntropyBackward(const float* probs, const int64_t* labels, int64_t n, int64_t c,
                                               float scale, float* dlogits, int64_t* bad_row, cudaStream_t stream);
 
+// ---- gather_scatter.cu ----
+// out[i, c] = table[indices[i], c] for i < n, c < d; an index outside [0, v) gives 0 (never a read out of bounds).
+cudaError_t LaunchGatherRows(const float* table, int64_t v, int64_t d, const int64_t* indices, int64_t n, float* out,
+                             cudaStream_t stream);
+// Backend::SegmentSumRows: for r < segments, out[dst_rows[r], :] += src[order[j], :] for j in [offsets[r],
+// offsets[r + 1]), in increasing j; one thread per (r, column), so no atomics. Rows are d floats wide.
+cudaError_t LaunchSegmentSumRows(const float* src, int64_t d, const int64_t* order, const int64_t* offsets,
+                                 const int64_t* dst_rows, int64_t segments, float* out, cudaStream_t stream);
+// Crop-and-resize over x [n, c, h, w] for k boxes (f32 [k, 4]) with their image indices (valid: ops.cc checked
+// them; an index outside [0, n) still reads nothing): y [k, c, crop_h, crop_w]. The backward adds into dx, which
+// the caller zeroes first (atomicAdd: overlapping boxes share pixels).
+struct CropShape {
+  int64_t n, c, h, w, k;
+};
+cudaError_t LaunchCropAndResizeForward(const CropAndResizeParams& p, const CropShape& s, const float* x,
+                                       const float* boxes, const int64_t* box_index, float* y, cudaStream_t stream);
+cudaError_t LaunchCropAndResizeBackward(const CropAndResizeParams& p, const CropShape& s, const float* dy,
+                                        const float* boxes, const int64_t* box_index, float* dx,
+                                        cudaStream_t stream);
+
 // ---- convert.cu ----
 // Writes the elem_size-byte pattern (1, 2, 4 or 8; the low bytes of `pattern`) n times.
 cudaError_t LaunchFill(void* dst, size_t elem_size, uint64_t pattern, int64_t n, cudaStream_t stream);

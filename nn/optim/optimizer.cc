@@ -136,6 +136,9 @@ GEOMX_REGISTER(OptimizerRegistry, "ftml", RuleFactory("ftml", UpdateRule::kFtml,
 void Optimizer::Step(const std::vector<Parameter*>& params) {
   autograd::NoGradGuard no_grad;
   for (Parameter* p : params) {
+    GEOMX_CHECK(!p->var().row_sparse_grad().defined())
+        << "Optimizer::Step: " << p->key() << " holds a row-sparse gradient (GradLayout::kRowSparse); Step reads "
+        << "dense gradients only";
     if (!p->grad().defined()) continue;
     Tensor w = p->data();
     StepKey(p->key(), p->grad(), &w);

@@ -201,6 +201,48 @@ Vec RefSoftmax(bool log, const Vec& x, int64_t rows, int64_t cols) {
   return y;
 }
 
+// Embedding lookup: out[s, :] = table[idx[s], :].
+Vec RefEmbedding(const Vec& table, int64_t d, const std::vector<int64_t>& idx) {
+  Vec out;
+  for (int64_t i : idx) out.insert(out.end(), table.begin() + i * d, table.begin() + (i + 1) * d);
+  return out;
+}
+
+// TF's crop_and_resize, bilinear, from its definition (ops.h): the sample coordinate in f32 in the documented
+// order (which decides whether a sample on the image border is inside), the interpolation in double from the four
+// pixel values. x [N, C, H, W], boxes [K, 4] = (y1, x1, y2, x2), out [K, C, ch, cw].
+Vec RefCropAndResize(const Vec& x, const Shape& xs, const Vec& boxes, const std::vector<int64_t>& image,
+                     const CropAndResizeParams& p) {
+  const int64_t c_ = xs[1], h_ = xs[2], w_ = xs[3];
+  auto coord = [](float a, float b, int64_t i, int64_t n, int64_t size) {
+    const float extent = static_cast<float>(size - 1);
+    if (n == 1) return 0.5f * (a + b) * extent;
+    return a * extent + static_cast<float>(i) * ((b - a) * extent / static_cast<float>(n - 1));
+  };
+  Vec out;
+  for (size_t k = 0; k < image.size(); ++k) {
+    const float* bx = &boxes[4 * k];
+    for (int64_t c = 0; c < c_; ++c)
+      for (int64_t i = 0; i < p.crop_h; ++i)
+        for (int64_t j = 0; j < p.crop_w; ++j) {
+          const double yy = coord(bx[0], bx[2], i, p.crop_h, h_), xx = coord(bx[1], bx[3], j, p.crop_w, w_);
+          if (yy < 0 || yy > h_ - 1 || xx < 0 || xx > w_ - 1) {
+            out.push_back(p.extrapolation_value);
+            continue;
+          }
+          const int64_t y0 = static_cast<int64_t>(std::floor(yy)), x0 = static_cast<int64_t>(std::floor(xx));
+          const int64_t y1 = std::min(y0 + 1, h_ - 1), x1 = std::min(x0 + 1, w_ - 1);
+          const double fy = yy - y0, fx = xx - x0;
+          auto at = [&](int64_t y, int64_t xi) {
+            return static_cast<double>(x[((image[k] * c_ + c) * h_ + y) * w_ + xi]);
+          };
+          out.push_back(static_cast<float>((1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x1)) +
+                                           fy * ((1 - fx) * at(y1, x0) + fx * at(y1, x1))));
+        }
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Rows.
 
@@ -462,7 +504,60 @@ Row SoftmaxRow(std::string name, bool log, int64_t rows, int64_t cols, float sca
           }};
 }
 
+// Forward against RefEmbedding; the row-sparse backward (rows: the distinct indices, sorted) densified here and
+// compared with finite differences of the forward over the table.
+Row EmbeddingRow(std::string name, int64_t v, int64_t d, Shape is, std::vector<int64_t> idx) {
+  return {name, [=](Device dev) {
+            const Shape ts{v, d};
+            const Tensor indices = Tensor::FromVectorI64(idx, is, dev);
+            const std::vector<Vec> in = {RandomVec(ts, 60)};
+            const ForwardFn fwd = [=](const std::vector<Vec>& t) {
+              Result<Tensor> y = ops::EmbeddingLookup(On(dev, t[0], ts), indices);
+              EXPECT_TRUE(y.ok()) << y.status().ToString();
+              return y.ok() ? y->ToFloatVector() : Vec();
+            };
+            EXPECT_TRUE(testing::AllClose(fwd(in), RefEmbedding(in[0], d, idx), 0.0f, 0.0f));
+            std::vector<int64_t> ys = is.dims();
+            ys.push_back(d);
+            const Vec r = RandomVec(Shape(ys), 61);
+            Result<RowSparseTensor> g = ops::EmbeddingBackward(On(dev, r, Shape(ys)), indices, v);
+            ASSERT_TRUE(g.ok()) << g.status().ToString();
+            std::vector<int64_t> want_rows = idx;
+            std::sort(want_rows.begin(), want_rows.end());
+            want_rows.erase(std::unique(want_rows.begin(), want_rows.end()), want_rows.end());
+            EXPECT_EQ(g->rows, want_rows);
+            EXPECT_EQ(g->num_rows, v);
+            const Vec values = g->values.ToFloatVector();
+            ASSERT_EQ(values.size(), want_rows.size() * static_cast<size_t>(d));
+            Vec dense(static_cast<size_t>(v * d), 0.0f);
+            for (size_t k = 0; k < want_rows.size(); ++k)
+              for (int64_t c = 0; c < d; ++c) dense[want_rows[k] * d + c] = values[k * d + c];
+            ExpectMatchesFiniteDiff("dtable", fwd, in, 0, r, dense);
+          }};
+}
+
+// Forward against RefCropAndResize; the gradient of the features against finite differences.
+Row CropAndResizeRow(std::string name, Shape xs, Vec boxes, std::vector<int64_t> image, CropAndResizeParams p) {
+  return {name, [=](Device d) {
+            const int64_t k = static_cast<int64_t>(image.size());
+            const Tensor bt = On(d, boxes, {k, 4}), it = Tensor::FromVectorI64(image, {k}, d);
+            const Shape ys{k, xs[1], p.crop_h, p.crop_w};
+            const std::vector<Vec> in = {RandomVec(xs, 62)};
+            const ForwardFn fwd = [=](const std::vector<Vec>& v) {
+              Result<Tensor> y = ops::CropAndResize(On(d, v[0], xs), bt, it, p);
+              EXPECT_TRUE(y.ok()) << y.status().ToString();
+              return y.ok() ? y->ToFloatVector() : Vec();
+            };
+            EXPECT_TRUE(testing::AllClose(fwd(in), RefCropAndResize(in[0], xs, boxes, image, p), kFwdRtol, kFwdAtol));
+            const Vec r = RandomVec(ys, 63);
+            Result<Tensor> dx = ops::CropAndResizeBackward(On(d, r, ys), bt, it, xs, p);
+            ASSERT_TRUE(dx.ok()) << dx.status().ToString();
+            ExpectMatchesFiniteDiff("dx", fwd, in, 0, r, dx->ToFloatVector());
+          }};
+}
+
 Conv2dParams Conv(int sh, int sw, int ph, int pw, int dh, int dw) { return {sh, sw, ph, pw, dh, dw}; }
+CropAndResizeParams Crop(int h, int w, float extrapolation = 0.0f) { return {h, w, extrapolation}; }
 Pool2dParams Pool(PoolKind k, int kh, int kw, int sh, int sw, int ph, int pw) { return {k, kh, kw, sh, sw, ph, pw}; }
 
 std::vector<Row> Rows() {
@@ -510,6 +605,20 @@ std::vector<Row> Rows() {
       SoftmaxRow("logsoftmax", true, 4, 7, 2.0f),
       SoftmaxRow("softmax_large_logits", false, 3, 6, 40.0f),
       SoftmaxRow("logsoftmax_large_logits", true, 3, 6, 40.0f),
+      EmbeddingRow("embedding_1d_duplicates", 7, 3, {6}, {4, 0, 4, 6, 2, 4}),
+      EmbeddingRow("embedding_2d_batch_time", 9, 5, {2, 3}, {8, 1, 1, 0, 8, 3}),
+      EmbeddingRow("embedding_one_row", 4, 16, {5}, {2, 2, 2, 2, 2}),
+      // Boxes: inside, the whole image (samples on the border pixels), reaching past the top and bottom (some
+      // rows extrapolated), flipped in both axes, and a degenerate point box.
+      CropAndResizeRow("crop_and_resize_4x3", {2, 3, 5, 6},
+                       {0.1f, 0.2f, 0.8f, 0.9f, 0.0f, 0.0f, 1.0f, 1.0f, -0.25f, 0.3f, 1.25f, 0.6f, 0.9f, 0.7f, 0.2f,
+                        0.1f, 0.4f, 0.35f, 0.4f, 0.35f},
+                       {1, 0, 1, 0, 1}, Crop(4, 3)),
+      CropAndResizeRow("crop_and_resize_1x1_centre_extrapolate", {1, 2, 4, 4},
+                       {0.2f, 0.3f, 0.7f, 0.6f, 1.5f, 0.5f, 2.0f, 0.5f}, {0, 0}, Crop(1, 1, -2.0f)),
+      CropAndResizeRow("crop_and_resize_7x7_roi", {2, 4, 9, 8},
+                       {0.05f, 0.1f, 0.6f, 0.45f, 0.3f, 0.25f, 0.95f, 0.9f, 0.5f, -0.2f, 1.05f, 0.7f}, {0, 1, 1},
+                       Crop(7, 7)),
   };
 }
 
