@@ -15,7 +15,8 @@ std::vector<std::string> EstimatorsOf(const std::string& id) {
       {"xgboost", {"xgboost", "xgboost-regressor", "xgboost-ranker"}},
       {"ranknet", {"ranknet"}}, {"listnet", {"listnet"}},
       {"gbrank", {"gbrank"}}, {"lambdamart", {"lambdamart"}}, {"rankboost", {"rankboost"}},
-      {"adarank", {"adarank"}}, {"mf", {"mf"}}};
+      {"adarank", {"adarank"}}, {"mf", {"mf"}}, {"rcnn", {"rcnn"}}, {"gan", {"gan"}},
+      {"rl", {"rl"}}};
   std::vector<std::string> out;
   for (const auto& [entry, names] : kMap) {
     if (entry != id) continue;

@@ -37,8 +37,10 @@ void AddBenchRecipeOptions(CLI::App* bench, BenchRecipeFlags* f) {
 
 CLI::App* AddKernelsCommand(CLI::App* bench, BenchKernelsFlags* f) {
   CLI::App* cmd = bench->add_subcommand("kernels", "Training samples/s of a network vs PyTorch, same run, ratio");
-  cmd->add_option("--model", f->model, "cnn (geomx-cnn), lstm or gru (the rnn model: 128 units over the rows)")
-      ->check(CLI::IsMember({"cnn", "lstm", "gru"}));
+  cmd->add_option("--model", f->model,
+                  "cnn (geomx-cnn), lstm or gru (the rnn model: 128 units over the rows), gan (the gan algorithm's "
+                  "step: G 100-256-512-784 and D 784-512-256-1, Adam 2e-4)")
+      ->check(CLI::IsMember({"cnn", "lstm", "gru", "gan"}));
   cmd->add_option("--batch-sizes", f->batch_sizes, "Batch sizes")->delimiter(',');
   cmd->add_option("--threads", f->threads, "Thread counts")->delimiter(',');
   cmd->add_option("--iterations", f->iterations, "Timed iterations per configuration")->check(CLI::Range(1, 1000000));
@@ -51,7 +53,8 @@ CLI::App* AddKernelsCommand(CLI::App* bench, BenchKernelsFlags* f) {
                   "data/fashion-mnist)");
   cmd->add_option("--json", f->json_out, "Also write the results as JSON to this file");
   cmd->footer("Example:\n  geomx bench kernels --batch-sizes 32,64 --threads 1,2 --json out.json\n"
-              "  geomx bench kernels --model lstm --batch-sizes 64 --threads 1,2");
+              "  geomx bench kernels --model lstm --batch-sizes 64 --threads 1,2\n"
+              "  geomx bench kernels --model gan --batch-sizes 64 --threads 1");
   return cmd;
 }
 

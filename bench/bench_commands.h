@@ -31,7 +31,7 @@ namespace geomx::bench {
 
 // `geomx bench kernels`: training samples/s of geomx-cnn against PyTorch in the same run (kernels_command.cc).
 struct BenchKernelsFlags {
-  std::string model = "cnn";  // cnn (geomx-cnn), lstm or gru (the rnn model, 128 units, model.cell)
+  std::string model = "cnn";  // cnn (geomx-cnn), lstm or gru (the rnn model, 128 units, model.cell), gan
   std::vector<int> batch_sizes = {32, 64};
   std::vector<int> threads = {1, 2};
   int iterations = 60;  // timed iterations per configuration (after warm-up)

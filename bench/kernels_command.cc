@@ -1,6 +1,6 @@
-// `geomx bench kernels`: measures training samples/s of geomx-cnn, or of the rnn model with an LSTM or GRU of 128
-// units (--model), (forward, loss, backward, Adam) for each batch size x thread count, runs the PyTorch peer
-// (bench/peers/torch_cnn.py) on the same configurations in the same run, and prints the ratio. Both sides train on
+// `geomx bench kernels`: measures training samples/s of geomx-cnn, of the rnn model with an LSTM or GRU of 128
+// units, or of the gan algorithm's two-network step (--model), for each batch size x thread count, runs the PyTorch
+// peer (bench/peers/torch_cnn.py) on the same configurations in the same run, and prints the ratio. Both sides train on
 // the same real Fashion-MNIST batches in the same order (bench/kernels_data.h): geomx opens the data set, computes
 // the example order and writes it to a temporary file that the peer reads with the images. No thresholds: the
 // numbers are reported, never asserted.
@@ -19,6 +19,7 @@
 #include <string_view>
 #include <utility>
 
+#include "algorithms/estimators/gan.h"
 #include "algorithms/train/trainer.h"
 #include "bench/bench_commands.h"
 #include "bench/kernels_data.h"
@@ -66,6 +67,34 @@ Result<Measured> MeasureGeomx(const data::Dataset& train, const std::vector<int6
     const data::Batch b = AssembleKernelsBatch(train, order, i, batch);
     GEOMX_ASSIGN_OR_RETURN(train::StepStats s, train::TrainStep(*model, update, params, b.x, b.y, i));
     if (i >= warmup) loss_sum += s.loss;
+  }
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Measured{static_cast<double>(batch) * iterations / dt, loss_sum / iterations};
+}
+
+// The gan algorithm's iteration (algorithms/estimators/gan.h, GanTrainer::Step, the code `geomx train` runs for
+// `algorithm: {name: gan}`): each step assembles batch i as for the cnn, maps the normalised pixels back to [-1, 1]
+// ((x * 0.3530 + 0.2860) * 2 - 1: the data set's normalisation undone), draws z ~ N(0, I) [batch, 100], then the D
+// step on the batch and as many fakes and the G step, each with Adam (lr 2e-4, beta1 0.5). Reports D's loss.
+Result<Measured> MeasureGan(const data::Dataset& train, const std::vector<int64_t>& order, int batch, int threads,
+                            int iterations, int warmup) {
+  BackendFor(DeviceKind::kCpu).SetNumThreads(threads);
+  algorithms::GanNetworks nets(algorithms::GanShape{}, 0);  // G 100-256-512-784, D 784-512-256-1
+  algorithms::GanTrainer trainer(&nets, algorithms::GanAdam{}, nullptr);
+  Rng rng(1);
+  std::chrono::steady_clock::time_point t0;
+  double loss_sum = 0;
+  for (int i = 0; i < warmup + iterations; ++i) {
+    if (i == warmup) t0 = std::chrono::steady_clock::now();
+    const data::Batch b = AssembleKernelsBatch(train, order, i, batch);
+    Tensor real = b.x.Reshape(Shape{batch, 784});
+    float* x = real.data<float>();
+    for (int64_t k = 0; k < real.numel(); ++k) x[k] = (x[k] * 0.3530f + 0.2860f) * 2.0f - 1.0f;
+    Tensor z = Tensor::Empty(Shape{batch, 100});
+    float* v = z.data<float>();
+    for (int64_t k = 0; k < z.numel(); ++k) v[k] = static_cast<float>(rng.Normal());
+    GEOMX_ASSIGN_OR_RETURN(const algorithms::GanStepStats s, trainer.Step(real, z));
+    if (i >= warmup) loss_sum += s.d_loss;
   }
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Measured{static_cast<double>(batch) * iterations / dt, loss_sum / iterations};
@@ -177,9 +206,13 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool
   std::string data_dir;
   GEOMX_ASSIGN_OR_RETURN(const std::shared_ptr<const data::Dataset> train, OpenKernelsTrainingSet(f.data, &data_dir));
   const std::vector<int64_t> order = KernelsExampleOrder(train->size(), kKernelsOrderSeed);
-  const std::string what = f.model == "cnn" ? "geomx-cnn" : "rnn (" + f.model + ", 128 units)";
-  std::printf("geomx bench kernels: %s training step (batch assembly, forward, cross-entropy, backward, Adam), "
-              "%d timed iterations after %d warm-up\n"
+  const std::string what = f.model == "cnn"   ? "geomx-cnn training step (batch assembly, forward, cross-entropy, "
+                                                 "backward, Adam)"
+                           : f.model == "gan" ? "gan training step (batch assembly, noise, D step on the batch and "
+                                                "as many fakes, G step; binary cross-entropy, Adam for each)"
+                                              : "rnn (" + f.model + ", 128 units) training step (batch assembly, "
+                                                "forward, cross-entropy, backward, Adam)";
+  std::printf("geomx bench kernels: %s, %d timed iterations after %d warm-up\n"
               "  data: the Fashion-MNIST training set in %s (%lld examples); both sides train on the same batches in "
               "the same order (order seed %llu)\n",
               what.c_str(), f.iterations, f.warmup, data_dir.c_str(), static_cast<long long>(train->size()),
@@ -188,7 +221,8 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool
   for (int b : f.batch_sizes) {
     for (int t : f.threads) {
       GEOMX_ASSIGN_OR_RETURN(ours[std::make_pair(b, t)],
-                             MeasureGeomx(*train, order, f.model, b, t, f.iterations, f.warmup));
+                             f.model == "gan" ? MeasureGan(*train, order, b, t, f.iterations, f.warmup)
+                                              : MeasureGeomx(*train, order, f.model, b, t, f.iterations, f.warmup));
     }
   }
   std::map<std::pair<int, int>, Measured> torch;
@@ -235,7 +269,8 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool
     if (!rows.empty()) rows += ", ";
     rows += row.str();
   }
-  std::printf("(loss: mean training loss of the timed iterations; both sides see the same batches)\n");
+  std::printf("(loss: mean training loss of the timed iterations%s; both sides see the same batches)\n",
+              f.model == "gan" ? ", D's; the noise is each side's own" : "");
   if (!torch_note.empty()) std::printf("\nPyTorch peer not measured: %s\n", torch_note.c_str());
   if (!f.json_out.empty()) {
     cli::AddMachineAndDate(&json);

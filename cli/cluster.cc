@@ -148,6 +148,7 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
   args.trainer.clip_norm = recipe.optimizer.clip_norm;
   args.trainer.device = setup.device;
   args.trainer.evaluate = evaluator;
+  args.trainer.scored_classes = train::ScoredClasses(recipe.data);
   args.interrupted = interrupted;
 
   std::optional<RunDir> run;

@@ -67,7 +67,7 @@ std::string MetricsText(const algorithms::Metrics& metrics) {
 // second (a linear SVM reports every pass of every class).
 class RunObserver final : public algorithms::FitObserver {
  public:
-  RunObserver(const fs::path& file, bool echo) : out_(file, std::ios::app), echo_(echo) {}
+  RunObserver(const fs::path& file, bool echo) : out_(file, std::ios::app), dir_(file.parent_path()), echo_(echo) {}
   void OnStep(int64_t step, const algorithms::Metrics& metrics) override {
     JsonObject j;
     j.Add("step", step);
@@ -82,9 +82,16 @@ class RunObserver final : public algorithms::FitObserver {
       last_print_ = now;
     }
   }
+  // Files written while fitting (the gan's sample grids) go beside metrics.jsonl; failing to write one is reported
+  // and does not stop the fit.
+  void OnArtefact(const algorithms::Artefact& a) override {
+    const Status written = WriteFileAtomically(dir_ / a.name, a.contents);
+    if (!written.ok()) std::fprintf(stderr, "geomx: %s\n", written.ToString().c_str());
+  }
 
  private:
   std::ofstream out_;
+  fs::path dir_;
   bool echo_;
   bool printed_ = false;
   std::chrono::steady_clock::time_point last_print_;
@@ -266,6 +273,7 @@ Status RunPredictCommand(const std::string& run, const std::string& input, const
   std::string text = model.task == data::TableTask::kClassification ? "prediction"
                      : model.task == data::TableTask::kClustering   ? "cluster"
                      : model.task == data::TableTask::kRanking      ? "score"
+                     : model.task == data::TableTask::kControl      ? "return"
                                                                     : "value";
   for (int64_t c = 0; c < p.proba_columns; ++c) {
     text += ",p_" + (static_cast<size_t>(c) < model.class_names.size() ? model.class_names[static_cast<size_t>(c)]

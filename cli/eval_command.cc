@@ -1,5 +1,7 @@
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/estimator_run.h"
@@ -37,7 +39,13 @@ Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe_p
   nn::CheckpointMeta meta;
   Status st = nn::LoadCheckpoint(ckpt, *setup.model, nullptr, &meta);
   if (!st.ok()) return st.WithContext(ckpt.string());
-  const train::EvalResult r = train::Evaluate(*setup.model, *setup.data.test, setup.device, 500, 0);
+  const std::vector<int64_t> scored = train::ScoredClasses(recipe.data);
+  const train::EvalResult r = train::Evaluate(*setup.model, *setup.data.test, setup.device, 500, 0, scored);
+  std::string among;  // data.score_within_classes: the classes every prediction is chosen among
+  for (int64_t c : scored) {
+    if (!among.empty()) among += ", ";
+    among += std::to_string(c);
+  }
   if (json) {
     JsonObject j;
     j.Add("checkpoint", ckpt.string())
@@ -45,11 +53,13 @@ Status RunEvalCommand(const std::string& checkpoint, const std::string& recipe_p
         .Add("test_accuracy", r.accuracy)
         .Add("test_loss", r.loss)
         .Add("test_examples", r.examples);
+    if (!scored.empty()) j.AddRaw("scored_within_classes", std::string("[").append(among).append("]"));
     std::printf("%s\n", j.str().c_str());
   } else {
-    std::printf("checkpoint %s (iteration %lld, model %s)\ntest accuracy %.4f  test loss %.4f  (%lld examples)\n",
+    std::printf("checkpoint %s (iteration %lld, model %s)\ntest accuracy %.4f  test loss %.4f  (%lld examples%s)\n",
                 ckpt.c_str(), static_cast<long long>(meta.iteration), meta.model_name.c_str(), r.accuracy,
-                r.loss, static_cast<long long>(r.examples));
+                r.loss, static_cast<long long>(r.examples),
+                scored.empty() ? "" : std::string("; predicted among classes ").append(among).c_str());
   }
   return Status::Ok();
 }

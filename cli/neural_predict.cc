@@ -69,7 +69,8 @@ Status RunNeuralPredict(const std::string& run, const std::string& input, const 
     return Status::InvalidArgument(input + ": examples of shape " + got + ", the model was trained on " + want);
   }
   int64_t classes = 0;
-  const std::vector<float> proba = train::PredictProbabilities(*setup.model, *rows, setup.device, 256, &classes);
+  const std::vector<float> proba = train::PredictProbabilities(*setup.model, *rows, setup.device, 256, &classes,
+                                                                train::ScoredClasses(recipe.data));
   std::string text = "prediction";
   auto name_of = [&](int64_t c) {
     return static_cast<size_t>(c) < trained.class_names.size() ? trained.class_names[static_cast<size_t>(c)]

@@ -242,6 +242,11 @@ class RecipeReader {
       Error(OriginOf({"training.stop_at_target"}), "training.stop_at_target",
             "needs training.target_accuracy > 0 (the accuracy to stop at)");
     }
+    if (r.data.score_within_classes && r.data.classes.empty() &&
+        Clean({"data.score_within_classes", "data.classes"})) {
+      Error(OriginOf({"data.score_within_classes"}), "data.score_within_classes",
+            "needs data.classes, the classes to predict among (e.g. data.classes: [0, 1, 2, 3, 4])");
+    }
     data::TableTask generated_task = data::TableTask::kClassification;
     if (data::GeneratedTableTask(r.data.name, &generated_task) && !r.has_algorithm && Clean({"data.name"})) {
       Error(OriginOf({"data.name"}), "data.name",
@@ -589,12 +594,14 @@ class RecipeReader {
     const bool table_file = d == "csv" || d == "libsvm" || d == "ratings";
     data::TableTask generated_task = data::TableTask::kClassification;
     const bool generated = data::GeneratedTableTask(d, &generated_task);
-    if (Clean({"data.name"}) && ((numeric_targets && !table_file && !generated) ||
+    const bool control = task == data::TableTask::kControl;
+    if (Clean({"data.name"}) && ((numeric_targets && !table_file && !generated) || (control && !generated) ||
                                  (generated && !data::TableTaskSuits(generated_task, task)))) {
       Error(OriginOf({"data.name", "data"}), "data.name",
             d + " does not suit " + def->name + ", a " + data::TableTaskName(task) + " algorithm" +
                 (task == data::TableTask::kRegression  ? " (use csv, libsvm or friedman1)"
                  : task == data::TableTask::kRanking ? " (use libsvm with qid:, or letor-synthetic)"
+                 : control                           ? " (use the environment cartpole)"
                                                      : ""));
     }
   }

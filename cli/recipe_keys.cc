@@ -145,12 +145,13 @@ std::vector<RecipeKey> BuildTable() {
 
       {.path = "data.name", .field = [](R r) -> F { return &r.data.name; },
        .allowed = {"mnist", "fashion-mnist", "cifar10", "csv", "libsvm", "image-folder", "synthetic", "friedman1",
-                   "letor-synthetic", "ctr-synthetic", "ratings", "ratings-synthetic"},
+                   "letor-synthetic", "ctr-synthetic", "ratings", "ratings-synthetic", "cartpole"},
        .noun = "dataset", .help = "The dataset (its format). friedman1 (regression), letor-synthetic (ranking), "
        "ctr-synthetic (sparse click-through classification; synthetic_shape [fields, values per field]) and "
        "ratings-synthetic (low-rank ratings for mf; synthetic_shape [users, items, rank]) are generated tables for "
        "`algorithm` recipes (sizes from synthetic_train/test, seed from synthetic_seed). ratings: `user item rating` "
-       "files (MovieLens layout) for mf."},
+       "files (MovieLens layout) for mf. cartpole: the built-in CartPole-v1 environment of rl, its tables the start "
+       "states of episodes (synthetic_test of them: the evaluation episodes)."},
       {.path = "data.path", .field = [](R r) -> F { return &r.data.path; },
        .help = "Directory of the dataset (idx, cifar10; image-folder: holding train/ and test/), or `auto` "
        "(well-known places such as /usr/share/datasets/<name>). csv, libsvm: the training file.",
@@ -179,6 +180,11 @@ std::vector<RecipeKey> BuildTable() {
        .help = "Keep only the examples of these classes, in the training and the test set (labels keep their ids, "
        "so the model's output stays num_classes wide). [] = every class. Models only, not `algorithm` recipes.",
        .max_items = 4096},
+      {.path = "data.score_within_classes", .field = [](R r) -> F { return &r.data.score_within_classes; },
+       .help = "Score on the task of data.classes alone: every prediction (test accuracy and loss while training, "
+       "`geomx eval`, `geomx predict`) is the most likely of the listed classes, the model's other outputs ignored, "
+       "e.g. a model adapted to ten classes scored on a five-class source's task (docs/algorithms.md, "
+       "\"fine-tune\"). Needs data.classes. Models only."},
       {.path = "data.label_column", .field = [](R r) -> F { return &r.data.label_column; }, .range = AtLeast(-1),
        .help = "csv: index of the label column; -1 = the last column."},
       {.path = "data.header", .field = [](R r) -> F { return &r.data.header; },

@@ -240,6 +240,7 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
   to.base_lr = recipe.optimizer.lr;
   to.clip_norm = recipe.optimizer.clip_norm;
   to.device = setup.device;
+  to.scored_classes = train::ScoredClasses(recipe.data);
   train::Trainer trainer(to, &model, optimizer.get(), &loader, setup.data.test.get(), &listener, interrupted);
 
   const int64_t num_params = model.NumParameters();

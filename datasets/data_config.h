@@ -28,6 +28,9 @@ struct DataConfig {
   // Keep only the examples of these classes, in train and test (labels keep their ids); empty = every class.
   // Datasets for models (OpenDataset), not the tables of classical algorithms.
   std::vector<int64_t> classes;
+  // With `classes`: a prediction is the most likely of those classes, the model's other outputs ignored (test
+  // accuracy and loss, eval, predict: train::ScoredClasses). The recipe refuses it without `classes`.
+  bool score_within_classes = false;
   // csv
   int label_column = -1;  // index of the label column; -1 => last
   bool header = true;     // first row is a header

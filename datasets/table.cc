@@ -17,6 +17,8 @@ bool GeneratedTableTask(const std::string& name, TableTask* task) {
     *task = TableTask::kClassification;
   } else if (name == "ratings-synthetic") {
     *task = TableTask::kRegression;
+  } else if (name == "cartpole") {
+    *task = TableTask::kControl;
   } else {
     return false;
   }
@@ -24,7 +26,7 @@ bool GeneratedTableTask(const std::string& name, TableTask* task) {
 }
 
 std::vector<std::string> GeneratedTableNames() {
-  return {"friedman1", "letor-synthetic", "ctr-synthetic", "ratings-synthetic"};
+  return {"friedman1", "letor-synthetic", "ctr-synthetic", "ratings-synthetic", "cartpole"};
 }
 
 bool TableTaskSuits(TableTask generated, TableTask wanted) {
@@ -41,6 +43,8 @@ const char* TableTaskName(TableTask task) {
       return "ranking";
     case TableTask::kClustering:
       return "clustering";
+    case TableTask::kControl:
+      return "control";
   }
   return "?";
 }

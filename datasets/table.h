@@ -24,11 +24,14 @@ enum class TableTask : uint8_t {
   kRegression,      // targets: the label text as a float
   kRanking,         // targets: graded relevance (a float); qids required
   kClustering,      // labels kept when present (for purity / NMI), never used to fit
+  kControl,         // reinforcement learning: rows are start states of an environment (datasets/cartpole.h); a
+                    // prediction is the return of the policy's episode from the row's state
 };
 const char* TableTaskName(TableTask task);
 
 // The generated tables OpenTable() knows: friedman1 (regression), letor-synthetic (ranking), ctr-synthetic
-// (classification, sparse). True and the task for one of them; false for any other data.name.
+// (classification, sparse), ratings-synthetic (regression), cartpole (control: start states of the environment).
+// True and the task for one of them; false for any other data.name.
 bool GeneratedTableTask(const std::string& name, TableTask* task);
 std::vector<std::string> GeneratedTableNames();
 // Whether a generated table of task `generated` suits an algorithm of task `wanted` (the same task, or a labelled

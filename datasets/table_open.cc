@@ -1,6 +1,6 @@
 // OpenTable and ReadTableFile (datasets/table.h): the readers of datasets/ as whole-table loaders, plus the table
 // generators (friedman1 for regression, letor-synthetic for ranking, ctr-synthetic; ratings and ratings-synthetic
-// live in ratings.cc).
+// live in ratings.cc, the cartpole start states in cartpole.cc).
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "datasets/cartpole.h"
 #include "datasets/csv_table.h"
 #include "datasets/dataset.h"
 #include "datasets/file_reader.h"
@@ -344,6 +345,7 @@ Result<TableSplits> OpenGenerated(const DataConfig& config, TableTask task) {
                                    " set; this algorithm does " + TableTaskName(task));
   }
   if (config.name == "ratings-synthetic") return OpenRatingsSynthetic(config);
+  if (config.name == "cartpole") return OpenCartPole(config);
   if (config.name == "friedman1") {
     s.train = Friedman1(config.synthetic_train, &rng);
     s.test = Friedman1(config.synthetic_test, &rng);
@@ -421,6 +423,9 @@ Result<TableSplits> OpenTable(const DataConfig& config, const TableOptions& opti
   TableTask generated = TableTask::kClassification;
   if (GeneratedTableTask(config.name, &generated)) {
     GEOMX_ASSIGN_OR_RETURN(splits, OpenGenerated(config, options.task));
+  } else if (options.task == TableTask::kControl) {
+    return Status::InvalidArgument("data.name: " + config.name + " is a data set; a control algorithm acts in an "
+                                   "environment (cartpole)");
   } else if (config.name == "csv" || config.name == "libsvm") {
     GEOMX_ASSIGN_OR_RETURN(splits, OpenTextTables(config, options.task));
   } else if (config.name == "ratings") {

@@ -24,7 +24,7 @@ for arg in "$@"; do
   case "$arg" in
     --bench)
       packages+=(python3-torch python3-numpy iproute2 python3-sklearn python3-xgboost liblinear-tools libsvm-tools
-                 libopenblas0-pthread)
+                 libopenblas0-pthread python3-threadpoolctl)
       ;;
     --fuzz)
       packages+=(clang libclang-rt-dev libomp-dev)

@@ -55,12 +55,16 @@ struct Prediction {
   Metrics extra;
 };
 
+struct Artefact;
+
 // Progress during Fit: `step` counts the estimator's own unit (epoch, pass, outer iteration), `metrics` what it
-// knows then (training loss, test accuracy when FitContext::eval is set and cheap to compute).
+// knows then (training loss, test accuracy when FitContext::eval is set and cheap to compute). OnArtefact: a file
+// for the run folder written while fitting (the gan's samples-<step>.png at each evaluation). Default: dropped.
 class FitObserver {
  public:
   virtual ~FitObserver() = default;
   virtual void OnStep(int64_t step, const Metrics& metrics) = 0;
+  virtual void OnArtefact(const Artefact& artefact) { (void)artefact; }
 };
 
 struct FitContext {
@@ -133,7 +137,9 @@ Result<std::unique_ptr<Estimator>> CreateEstimator(const std::string& name,
                                                    const std::map<std::string, std::string>& params);
 
 // The standard metrics of `task` for predictions on `truth`: classification accuracy; regression rmse, mae, r2;
-// ranking ndcg@10, map (per query, averaged over queries); clustering purity and nmi (when truth has labels).
+// ranking ndcg@10, map (per query, averaged over queries); clustering purity and nmi (when truth has labels); control
+// return (the mean of the predicted returns: a control model predicts the return of its episode from each row's start
+// state).
 Metrics EvaluateTask(data::TableTask task, const data::Table& truth, const Prediction& prediction);
 
 // Ranking metrics of one score vector against graded relevance grouped by qids (rows of a query need not be

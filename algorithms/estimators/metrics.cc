@@ -153,6 +153,14 @@ Metrics EvaluateTask(data::TableTask task, const data::Table& truth, const Predi
       out.push_back({"nmi", NormalizedMutualInfo(p.value, truth.labels)});
       break;
     }
+    case data::TableTask::kControl: {
+      // A prediction is the return of the episode from the row's start state: their mean.
+      if (n == 0) break;
+      double sum = 0;
+      for (size_t i = 0; i < n; ++i) sum += p.value[i];
+      out.push_back({"return", sum / static_cast<double>(n)});
+      break;
+    }
   }
   return out;
 }

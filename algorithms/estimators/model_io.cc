@@ -1,9 +1,11 @@
 #include "algorithms/estimators/model_io.h"
 
+#include <iterator>
+
 namespace geomx::algorithms {
 namespace {
 
-constexpr const char* kTasks[] = {"classification", "regression", "ranking", "clustering"};
+constexpr const char* kTasks[] = {"classification", "regression", "ranking", "clustering", "control"};
 
 std::string JoinLines(const std::vector<std::string>& items) {
   std::string out;
@@ -56,7 +58,7 @@ Result<FittedModel> LoadFittedModel(const std::string& path) {
   }
   GEOMX_RETURN_IF_ERROR(r.GetString("meta.task", &text));
   bool known = false;
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < static_cast<int>(std::size(kTasks)); ++t) {
     if (text == kTasks[t]) {
       m.task = static_cast<data::TableTask>(t);
       known = true;

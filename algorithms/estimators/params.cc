@@ -1,9 +1,11 @@
 #include "algorithms/estimators/params.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 
 #include "engine/base/check.h"
 #include "engine/base/closest_name.h"
@@ -124,8 +126,14 @@ ParamSpec ChoiceParam(std::string name, std::string def, std::vector<std::string
           .help = std::move(help), .choices = std::move(choices)};
 }
 
+ParamSpec TextParam(std::string name, std::string def, std::string help) {
+  return {.name = std::move(name), .type = ParamType::kText, .default_value = std::move(def), .help = std::move(help)};
+}
+
 std::string ParamAllowedText(const ParamSpec& s) {
   switch (s.type) {
+    case ParamType::kText:
+      return "a path (letters, digits and / . _ - + ~ =)";
     case ParamType::kBool:
       return "boolean";
     case ParamType::kChoice:
@@ -154,6 +162,15 @@ struct ParamResolver {
 // Checks one value; returns its canonical text via *canonical, or the problem.
 static std::string CheckValue(const ParamSpec& s, const std::string& raw, std::string* canonical) {
   switch (s.type) {
+    case ParamType::kText:
+      if (raw.empty()) return "expected a path, got nothing";
+      for (char c : raw) {
+        if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("/._-+~=").find(c) == std::string::npos) {
+          return "expected a path of letters, digits and / . _ - + ~ =, got '" + raw + "'";
+        }
+      }
+      *canonical = raw;
+      return "";
     case ParamType::kBool:
       if (raw == "true" || raw == "false") {
         *canonical = raw;
@@ -271,6 +288,11 @@ bool ParamValues::Bool(const std::string& name) const {
 
 const std::string& ParamValues::Choice(const std::string& name) const {
   GEOMX_CHECK(type_.at(name) == ParamType::kChoice) << name << " is not a choice parameter";
+  return Text(name);
+}
+
+const std::string& ParamValues::TextValue(const std::string& name) const {
+  GEOMX_CHECK(type_.at(name) == ParamType::kText) << name << " is not a text parameter";
   return Text(name);
 }
 

@@ -15,7 +15,9 @@
 
 namespace geomx::algorithms {
 
-enum class ParamType : uint8_t { kInt, kNumber, kBool, kChoice };
+// kText: free text such as a path (the gan's classifier run folder), one line of letters, digits and / . _ - + ~ =
+// (so that it round-trips through YAML and the model file unquoted); never empty.
+enum class ParamType : uint8_t { kInt, kNumber, kBool, kChoice, kText };
 
 struct ParamSpec {
   std::string name;           // "C", "max_iter", "kernel"
@@ -40,6 +42,7 @@ ParamSpec RangeParam(std::string name, double def, double min, bool min_open, do
                      std::string help);
 ParamSpec BoolParam(std::string name, bool def, std::string help);
 ParamSpec ChoiceParam(std::string name, std::string def, std::vector<std::string> choices, std::string help);
+ParamSpec TextParam(std::string name, std::string def, std::string help);
 
 // "integer >= 1", "number in (0, 1]", "one of: l1, l2", "boolean"; for docs and errors.
 std::string ParamAllowedText(const ParamSpec& spec);
@@ -52,6 +55,7 @@ class ParamValues {
   double Number(const std::string& name) const;
   bool Bool(const std::string& name) const;
   const std::string& Choice(const std::string& name) const;
+  const std::string& TextValue(const std::string& name) const;  // kText
   // True when a kNumber parameter holds one of its words instead of a number ("scale" for gamma).
   bool IsWord(const std::string& name) const;
   const std::string& Text(const std::string& name) const;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <vector>
 
 #include "algorithms/train/grad_clip.h"
@@ -24,7 +25,44 @@ int64_t CountCorrect(const Tensor& logits, const Tensor& labels) {
   for (int64_t i = 0; i < y.numel(); ++i) correct += (p[i] == t[i]);
   return correct;
 }
+
+// The ids of `scored` that are outputs of a k-wide head, sorted, without repeats; none: every output.
+std::vector<int64_t> OutputsAmong(const std::vector<int64_t>& scored, int64_t k) {
+  std::vector<int64_t> outs;
+  for (int64_t c : scored) {
+    if (c >= 0 && c < k) outs.push_back(c);
+  }
+  std::sort(outs.begin(), outs.end());
+  outs.erase(std::unique(outs.begin(), outs.end()), outs.end());
+  if (outs.empty()) {
+    outs.resize(static_cast<size_t>(k));
+    std::iota(outs.begin(), outs.end(), int64_t{0});
+  }
+  return outs;
+}
+
+// One example's logits `z` (k outputs) scored among `outs` (non-empty, sorted): adds 1 to *correct when the most
+// likely of them (the first on a tie) is `label`, and to *loss the cross-entropy of the softmax over them (and
+// over the label's output when it is not among them).
+void ScoreAmong(const float* z, int64_t k, const std::vector<int64_t>& outs, int64_t label, double* loss,
+                int64_t* correct) {
+  int64_t best = outs.front();
+  for (int64_t c : outs) {
+    if (z[c] > z[best]) best = c;
+  }
+  if (label < 0 || label >= k) return;  // not an output of the model: wrong
+  *correct += best == label;
+  const bool listed = std::binary_search(outs.begin(), outs.end(), label);
+  const double top = listed ? z[best] : std::max(z[best], z[label]);
+  double sum = listed ? 0.0 : std::exp(static_cast<double>(z[label]) - top);
+  for (int64_t c : outs) sum += std::exp(static_cast<double>(z[c]) - top);
+  *loss += top + std::log(sum) - static_cast<double>(z[label]);
+}
 }  // namespace
+
+std::vector<int64_t> ScoredClasses(const data::DataConfig& data) {
+  return data.score_within_classes ? data.classes : std::vector<int64_t>{};
+}
 
 const char* StopReasonName(StopReason r) {
   switch (r) {
@@ -37,7 +75,7 @@ const char* StopReasonName(StopReason r) {
 }
 
 EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device, int64_t batch_size,
-                    int64_t limit) {
+                    int64_t limit, const std::vector<int64_t>& scored_classes) {
   const bool was_training = model.training();
   model.Eval();
   autograd::NoGradGuard no_grad;
@@ -60,12 +98,19 @@ EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device,
       test.Get(begin + i, xp + i * row, nullptr);
       yp[i] = test.Label(begin + i);
     }
-    x = x.To(device);
-    y = y.To(device);
-    autograd::Variable logits = model.Forward(autograd::Variable(x));
-    auto ce = ops::SoftmaxCrossEntropy(logits.data(), y);
-    loss_sum += ops::Sum(ce.loss).item();
-    correct += CountCorrect(logits.data(), y);
+    autograd::Variable logits = model.Forward(autograd::Variable(x.To(device)));
+    if (scored_classes.empty()) {
+      const Tensor y_device = y.To(device);
+      auto ce = ops::SoftmaxCrossEntropy(logits.data(), y_device);
+      loss_sum += ops::Sum(ce.loss).item();
+      correct += CountCorrect(logits.data(), y_device);
+      continue;
+    }
+    const std::vector<float> z = logits.data().ToFloatVector();
+    const int64_t k = static_cast<int64_t>(z.size()) / b;
+    const std::vector<int64_t> outs = OutputsAmong(scored_classes, k);
+    if (outs.empty()) continue;  // a model without outputs: nothing is right
+    for (int64_t i = 0; i < b; ++i) ScoreAmong(z.data() + i * k, k, outs, yp[i], &loss_sum, &correct);
   }
   r.examples = n;
   r.loss = n > 0 ? loss_sum / n : 0;
@@ -75,7 +120,8 @@ EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device,
 }
 
 std::vector<float> PredictProbabilities(nn::Module& model, const data::Dataset& input, Device device,
-                                        int64_t batch_size, int64_t* classes) {
+                                        int64_t batch_size, int64_t* classes,
+                                        const std::vector<int64_t>& scored_classes) {
   const bool was_training = model.training();
   model.Eval();
   autograd::NoGradGuard no_grad;
@@ -94,12 +140,20 @@ std::vector<float> PredictProbabilities(nn::Module& model, const data::Dataset& 
     const std::vector<float> logits = model.Forward(autograd::Variable(x.To(device))).data().ToFloatVector();
     const int64_t k = static_cast<int64_t>(logits.size()) / b;
     *classes = k;
+    const std::vector<int64_t> outs = OutputsAmong(scored_classes, k);  // every output when none is scored
+    if (outs.empty()) continue;
+    std::vector<char> scored(static_cast<size_t>(k), 0);
+    for (int64_t c : outs) scored[static_cast<size_t>(c)] = 1;
     for (int64_t i = 0; i < b; ++i) {
       const float* z = logits.data() + i * k;
-      const float top = *std::max_element(z, z + k);
+      float top = z[outs.front()];
+      for (int64_t c : outs) top = std::max(top, z[c]);
       double sum = 0;
-      for (int64_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(z[c]) - top);
-      for (int64_t c = 0; c < k; ++c) out.push_back(static_cast<float>(std::exp(static_cast<double>(z[c]) - top) / sum));
+      for (int64_t c : outs) sum += std::exp(static_cast<double>(z[c]) - top);
+      for (int64_t c = 0; c < k; ++c) {
+        const double p = scored[static_cast<size_t>(c)] ? std::exp(static_cast<double>(z[c]) - top) / sum : 0.0;
+        out.push_back(static_cast<float>(p));
+      }
     }
   }
   model.Train(was_training);
@@ -154,7 +208,7 @@ Result<StepStats> Trainer::Step(const data::Batch& batch, int64_t round) {
 Status Trainer::EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based) {
   if (!options_.evaluate) return Status::Ok();
   const EvalResult ev = Evaluate(*model_, *test_, options_.device, options_.eval_batch_size,
-                                 full ? 0 : options_.training.eval_limit);
+                                 full ? 0 : options_.training.eval_limit, options_.scored_classes);
   MetricsRow row;
   row.time_s = now_s;
   row.iteration = state->iteration;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "algorithms/train/parameter_update.h"
 #include "algorithms/train/trainer_events.h"
@@ -44,14 +45,26 @@ struct EvalResult {
   int64_t examples = 0;
 };
 
-// Class probabilities (softmax of the logits) of `model` in eval mode for every example of `input`: rows x
-// *classes floats, row-major. For `geomx predict`.
-std::vector<float> PredictProbabilities(nn::Module& model, const data::Dataset& input, Device device,
-                                        int64_t batch_size, int64_t* classes);
+// Task-aware scoring (data.score_within_classes, docs/algorithms.md "fine-tune"): the outputs a prediction is
+// chosen among. Empty = every output of the model. With classes {c1, c2, ...} a prediction is the most likely of
+// those outputs (the smallest id on a tie), the others ignored: how a model with a wider head is scored on the task
+// of those classes alone. Ids outside [0, outputs) are ignored; when none is inside, every output is scored.
+// The recipe's choice: data.classes when data.score_within_classes is set, else empty.
+std::vector<int64_t> ScoredClasses(const data::DataConfig& data);
 
-// Evaluates `model` (switched to eval mode and back) on the first `limit` examples of `test` (0 = all).
+// Class probabilities (softmax of the logits) of `model` in eval mode for every example of `input`: rows x
+// *classes floats, row-major. For `geomx predict`. With `scored_classes` the softmax is over those outputs only
+// and every other output's probability is 0.
+std::vector<float> PredictProbabilities(nn::Module& model, const data::Dataset& input, Device device,
+                                        int64_t batch_size, int64_t* classes,
+                                        const std::vector<int64_t>& scored_classes = {});
+
+// Evaluates `model` (switched to eval mode and back) on the first `limit` examples of `test` (0 = all). With
+// `scored_classes` (ScoredClasses) a prediction is the most likely of those outputs and the loss is the
+// cross-entropy of the softmax over them; an example whose label is not among them counts as wrong, its loss taken
+// over those outputs and its label's.
 EvalResult Evaluate(nn::Module& model, const data::Dataset& test, Device device, int64_t batch_size,
-                    int64_t limit);
+                    int64_t limit, const std::vector<int64_t>& scored_classes = {});
 
 // One training iteration (forward, softmax cross-entropy, backward, parameter update) on device tensors.
 // Returns the loss and the number of correct top-1 predictions. Used by Trainer and by `geomx bench kernels`, so
@@ -85,6 +98,8 @@ struct TrainerOptions {
   int64_t iterations_per_epoch = 0;
   // False on workers that do not evaluate (only one worker of a distributed run evaluates and reports).
   bool evaluate = true;
+  // The outputs test predictions are chosen among (ScoredClasses; empty = all). Training itself is unchanged.
+  std::vector<int64_t> scored_classes;
 };
 
 class Trainer {

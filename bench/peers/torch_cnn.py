@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""PyTorch peer for `geomx bench kernels`: training samples/s of GeoMX's demo CNN (--model cnn) or of geomx's `rnn`
-model with an LSTM or GRU of 128 units over the 28 rows (--model lstm|gru) on real Fashion-MNIST batches, with
+"""PyTorch peer for `geomx bench kernels`: training samples/s of GeoMX's demo CNN (--model cnn), of geomx's `rnn`
+model with an LSTM or GRU of 128 units over the 28 rows (--model lstm|gru) or of the gan algorithm's step (--model
+gan: two MLPs, see measure_gan) on real Fashion-MNIST batches, with
 the same architecture, loss, optimizer (Adam, lr 1e-3), batch sizes, threads, warm-up and iterations as the
 geomx side, and the same batches in the same order (bench/kernels_data.h):
 
@@ -104,6 +105,57 @@ def row_rnn(nn, layer):
     return Net()
 
 
+def gan_nets(nn):
+    """The gan algorithm's networks (algorithms/estimators/gan.h): G 100-256-512-784 (ReLU, ReLU, tanh) and
+    D 784-512-256-1 (leaky ReLU 0.2, a logit)."""
+    g = nn.Sequential(nn.Linear(100, 256), nn.ReLU(), nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 784), nn.Tanh())
+    d = nn.Sequential(nn.Linear(784, 512), nn.LeakyReLU(0.2), nn.Linear(512, 256), nn.LeakyReLU(0.2),
+                      nn.Linear(256, 1))
+    return g, d
+
+
+def measure_gan(torch, data, batch, threads, iterations, warmup):
+    """(samples/s, mean D loss): the gan step as geomx's GanTrainer::Step runs it, PyTorch's DCGAN example loop.
+    fake = G(z); D step on cat(x, fake.detach()) against (1, 0) targets (the sum of the two mean BCEs); then the G
+    step, BCE(D(fake), 1), with D's parameters not requiring grad; Adam (2e-4, betas 0.5, 0.999) for each. The real
+    batch is the cnn's, mapped back to [-1, 1] ((x * 0.3530 + 0.2860) * 2 - 1)."""
+    images, labels, order, lut = data
+    set_threads(torch, threads)
+    torch.manual_seed(0)
+    g, d = gan_nets(torch.nn)
+    opt_g = torch.optim.Adam(g.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(d.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    bce = torch.nn.BCEWithLogitsLoss()
+    d_targets = torch.cat([torch.ones(batch, 1), torch.zeros(batch, 1)])
+    g_targets = torch.ones(batch, 1)
+    loss_sum = 0.0
+    for i in range(warmup + iterations):
+        if i == warmup:
+            t0 = time.perf_counter()
+        xa, _ = batch_arrays(images, labels, order, lut, i, batch)
+        x = (torch.from_numpy(xa).reshape(batch, 784) * STD + MEAN) * 2 - 1
+        z = torch.randn(batch, 100)
+        fake = g(z)
+        opt_d.zero_grad(set_to_none=True)
+        loss_d = bce(d(torch.cat([x, fake.detach()])), d_targets) * 2
+        loss_d.backward()
+        opt_d.step()
+        for p in d.parameters():
+            p.requires_grad_(False)
+        opt_g.zero_grad(set_to_none=True)
+        loss_g = bce(d(fake), g_targets)
+        loss_g.backward()
+        opt_g.step()
+        for p in d.parameters():
+            p.requires_grad_(True)
+        step_loss = loss_d.item()
+        _g_loss = loss_g.item()
+        if i >= warmup:
+            loss_sum += step_loss
+    dt = time.perf_counter() - t0
+    return batch * iterations / dt, loss_sum / iterations
+
+
 def build(nn, model):
     """--model: cnn (geomx-cnn), lstm or gru (geomx's rnn model with model.cell lstm / gru, 128 hidden units)."""
     if model == "cnn":
@@ -111,10 +163,21 @@ def build(nn, model):
     return row_rnn(nn, nn.LSTM if model == "lstm" else nn.GRU)
 
 
+def set_threads(torch, threads):
+    """torch's intra-op threads and, when torch's GEMMs run on OpenBLAS, OpenBLAS's own pool (torch.set_num_threads
+    does not reach it: it would start one thread per core). threadpoolctl comes with python3-sklearn."""
+    torch.set_num_threads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=threads, user_api="blas")
+    except ImportError:
+        pass
+
+
 def measure(torch, data, batch, threads, iterations, warmup, model_name="cnn"):
     """(samples/s, mean loss of the timed steps)."""
     images, labels, order, lut = data
-    torch.set_num_threads(threads)
+    set_threads(torch, threads)
     torch.manual_seed(0)
     model = build(torch.nn, model_name)
     model.train()
@@ -166,7 +229,7 @@ def main():
     p.add_argument("--iterations", type=int, default=60)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--checksum", type=int, default=0, help="print the checksum of this many batches and exit")
-    p.add_argument("--model", choices=["cnn", "lstm", "gru"], default="cnn")
+    p.add_argument("--model", choices=["cnn", "lstm", "gru", "gan"], default="cnn")
     a = p.parse_args()
     data = load(a.data, a.order)
     batch_sizes = [int(v) for v in a.batch_sizes.split(",")]
@@ -175,10 +238,16 @@ def main():
         return 0
     import torch
     torch.set_num_interop_threads(1)
-    params = sum(q.numel() for q in build(torch.nn, a.model).parameters())
+    if a.model == "gan":
+        params = sum(q.numel() for net in gan_nets(torch.nn) for q in net.parameters())
+    else:
+        params = sum(q.numel() for q in build(torch.nn, a.model).parameters())
     for b in batch_sizes:
         for t in [int(v) for v in a.threads.split(",")]:
-            sps, loss = measure(torch, data, b, t, a.iterations, a.warmup, a.model)
+            if a.model == "gan":
+                sps, loss = measure_gan(torch, data, b, t, a.iterations, a.warmup)
+            else:
+                sps, loss = measure(torch, data, b, t, a.iterations, a.warmup, a.model)
             print(json.dumps({"batch": b, "threads": t, "samples_per_second": sps, "mean_loss": loss,
                               "torch": torch.__version__, "parameters": params}), flush=True)
     return 0

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/train/trainer.h"
 #include "cli/cluster.h"
 #include "cli/setup.h"
 #include "comm/loopback_van.h"
@@ -63,6 +64,27 @@ TEST(IncrementalRecipeTest, ErrorsNameTheKeyAndItsPosition) {
   Result<RunSetup> s = PrepareRun(MustParse(std::string(kBase) + "  classes: [2, 2]\n"));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message(), "r.yaml:8:12: data.classes: class 2 is listed twice");
+}
+
+// data.score_within_classes picks the outputs a prediction is chosen among from data.classes: without them it is a
+// recipe error (exit 2) at the key's position.
+TEST(IncrementalRecipeTest, ScoringWithinClassesNeedsTheClasses) {
+  Result<Recipe> flag = ParseRecipe(kBase, "r.yaml", {"data.score_within_classes=true"});
+  ASSERT_FALSE(flag.ok());
+  EXPECT_TRUE(flag.status().IsUserError()) << flag.status().ToString();
+  EXPECT_EQ(flag.status().message(),
+            "--set data.score_within_classes=true: data.score_within_classes: needs data.classes, the classes to "
+            "predict among (e.g. data.classes: [0, 1, 2, 3, 4])");
+  Result<Recipe> file = ParseRecipe(std::string(kBase) + "  score_within_classes: true\n", "r.yaml");
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().message().rfind("r.yaml:8:25: data.score_within_classes: needs data.classes", 0), 0u)
+      << file.status().message();
+  // An empty list is every class, so nothing to score within.
+  EXPECT_FALSE(ParseRecipe(kBase, "r.yaml", {"data.classes=[]", "data.score_within_classes=true"}).ok());
+
+  const Recipe within = MustParse(kBase, {"data.classes=[3, 1]", "data.score_within_classes=true"});
+  EXPECT_EQ(train::ScoredClasses(within.data), (std::vector<int64_t>{3, 1}));
+  EXPECT_TRUE(train::ScoredClasses(MustParse(kBase, {"data.classes=[3, 1]"}).data).empty());
 }
 
 TEST(IncrementalRecipeTest, ACheckpointOfAnotherModelIsRefused) {

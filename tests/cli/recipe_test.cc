@@ -50,6 +50,7 @@ data:
   normalize: no
   augment: true
   classes: [5, 7, 9]
+  score_within_classes: true
   label_column: 0
   header: false
   num_features: 12
@@ -206,6 +207,7 @@ TEST(RecipeTest, ParsesEveryKey) {
   EXPECT_FALSE(r.data.normalize);
   EXPECT_TRUE(r.data.augment);
   EXPECT_EQ(r.data.classes, (std::vector<int64_t>{5, 7, 9}));
+  EXPECT_TRUE(r.data.score_within_classes);
   EXPECT_EQ(r.data.label_column, 0);
   EXPECT_FALSE(r.data.header);
   EXPECT_EQ(r.data.num_features, 12);
@@ -377,6 +379,7 @@ TEST(RecipeTest, EachKeySetsOnlyItsOwnField) {
     std::string companion;  // keys that are only valid together with another one
     if (key.path == "data.name") companion = "data.path";
     if (key.path == "training.stop_at_target") companion = "training.target_accuracy";
+    if (key.path == "data.score_within_classes") companion = "data.classes";
     // A sparse pull needs gradients, not weights, to come down.
     if (key.path == "accelerators.compression" || key.path == "accelerators.links.global_to_local") {
       companion = "optimizer.where";
@@ -544,7 +547,7 @@ TEST(RecipeTest, UnknownNamesListTheAllowedOnes) {
   EXPECT_EQ(ErrorLines("data: {name: imagenet}"),
             Lines{"r.yaml:1:14: data.name: unknown dataset 'imagenet'; known: mnist, fashion-mnist, cifar10, csv, "
                   "libsvm, image-folder, synthetic, friedman1, letor-synthetic, ctr-synthetic, ratings, "
-                  "ratings-synthetic"});
+                  "ratings-synthetic, cartpole"});
   EXPECT_EQ(ErrorLines("optimizer: {name: adma}"),
             Lines{"r.yaml:1:19: optimizer.name: unknown optimizer 'adma' (did you mean 'adam'?); known: sgd, "
                   "momentum, nesterov, adagrad, rmsprop, adadelta, adam, adamw, ftrl, ftml"});
