@@ -26,6 +26,7 @@
 #include "algorithms/estimators/ps_collective.h"
 #include "engine/ops.h"
 #include "tests/algorithms/two_tier_job.h"
+#include "tests/algorithms/estimators/forwarding_collective.h"
 #include "tests/testutil.h"
 
 namespace geomx::algorithms {
@@ -117,34 +118,15 @@ TEST(GanTablesTest, GeneratorAndDiscriminatorAreSeparateKeysOfTheJob) {
 }
 
 // Forwards to another collective and records every row-table round (table, rows pushed).
-class RecordingCollective final : public Collective {
+class RecordingCollective final : public ForwardingCollective {
  public:
-  explicit RecordingCollective(Collective* inner) : inner_(inner) {}
-  int rank() const override { return inner_->rank(); }
-  int world() const override { return inner_->world(); }
-  Placement placement() const override { return inner_->placement(); }
-  Status AllReduceSum(const std::string& key, std::span<float> data) override {
-    return inner_->AllReduceSum(key, data);
-  }
-  Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override {
-    return inner_->AllGather(key, mine);
-  }
-  Result<Bytes> ReduceThroughTiers(const std::string& reducer, const Bytes& payload) override {
-    return inner_->ReduceThroughTiers(reducer, payload);
-  }
+  using ForwardingCollective::ForwardingCollective;
   Result<RowUpdate> PushRowGradients(const RowTableSpec& t, std::span<const uint64_t> rows,
                                      std::span<const float> grads) override {
     rounds.emplace_back(t.name, rows.size());
-    return inner_->PushRowGradients(t, rows, grads);
-  }
-  Result<std::vector<comm::Neighbor>> AllMergeTopK(const std::string& key, uint64_t k, uint64_t queries,
-                                                   std::span<const comm::Neighbor> mine) override {
-    return inner_->AllMergeTopK(key, k, queries, mine);
+    return ForwardingCollective::PushRowGradients(t, rows, grads);
   }
   std::vector<std::pair<std::string, size_t>> rounds;
-
- private:
-  Collective* inner_;
 };
 
 TEST(GanTrainerTest, EachStepPushesAllOfDThenAllOfG) {

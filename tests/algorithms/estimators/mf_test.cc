@@ -16,6 +16,7 @@
 #include "algorithms/estimators/fit_job.h"
 #include "datasets/ratings.h"
 #include "engine/base/rng.h"
+#include "tests/algorithms/estimators/forwarding_collective.h"
 
 namespace geomx::algorithms {
 namespace {
@@ -213,39 +214,20 @@ TEST(MfTest, BadTablesAndParametersAreRejected) {
 // ---- across workers ----
 
 // Forwards to a ThreadCollectiveGroup member and counts the rows of every row-table round.
-class CountingCollective final : public Collective {
+class CountingCollective final : public ForwardingCollective {
  public:
-  explicit CountingCollective(Collective* inner) : inner_(inner) {}
-  int rank() const override { return inner_->rank(); }
-  int world() const override { return inner_->world(); }
-  Placement placement() const override { return inner_->placement(); }
-  Status AllReduceSum(const std::string& key, std::span<float> data) override {
-    return inner_->AllReduceSum(key, data);
-  }
-  Result<std::vector<float>> AllGather(const std::string& key, std::span<const float> mine) override {
-    return inner_->AllGather(key, mine);
-  }
-  Result<Bytes> ReduceThroughTiers(const std::string& reducer, const Bytes& payload) override {
-    return inner_->ReduceThroughTiers(reducer, payload);
-  }
+  using ForwardingCollective::ForwardingCollective;
   Result<RowUpdate> PushRowGradients(const RowTableSpec& t, std::span<const uint64_t> rows,
                                      std::span<const float> grads) override {
     table_rows = t.rows;
     width = t.width;
     pushed.push_back(static_cast<int64_t>(rows.size()));
-    auto r = inner_->PushRowGradients(t, rows, grads);
+    auto r = ForwardingCollective::PushRowGradients(t, rows, grads);
     if (r.ok()) answered.push_back(static_cast<int64_t>(r->rows.size()));
     return r;
   }
-  Result<std::vector<comm::Neighbor>> AllMergeTopK(const std::string& key, uint64_t k, uint64_t queries,
-                                                   std::span<const comm::Neighbor> mine) override {
-    return inner_->AllMergeTopK(key, k, queries, mine);
-  }
   std::vector<int64_t> pushed, answered;
   uint64_t table_rows = 0, width = 0;
-
- private:
-  Collective* inner_;
 };
 
 struct Distributed {
