@@ -36,6 +36,10 @@ struct Issue {
   std::string text;  // the whole error line
 };
 
+// At most this many problems are listed (the rest are counted), and did-you-mean hints are looked for only while
+// fewer have been found: a file of garbage gets a readable answer, and quickly.
+constexpr size_t kListedIssues = 20;
+
 
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
@@ -216,8 +220,9 @@ class RecipeReader {
     if (key == nullptr) {
       size_t dot = path.rfind('.');
       std::string section = dot == std::string::npos ? "" : path.substr(0, dot);
-      std::string hint = IsRecipeSection(section) ? Suggest(section, LastSegment(path), /*full_path=*/true)
-                                                  : ClosestName(path, AllPaths());
+      std::string hint = !Hinting()                 ? ""
+                         : IsRecipeSection(section) ? Suggest(section, LastSegment(path), /*full_path=*/true)
+                                                    : ClosestName(path, AllPaths());
       if (hint.empty()) hint = Suggest("", LastSegment(path), /*full_path=*/true);
       Error(o, "", "unknown key '" + path + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
       return;
@@ -277,7 +282,13 @@ class RecipeReader {
              std::tie(b.origin.group, b.origin.line, b.origin.column);
     });
     std::string text;
-    for (const Issue& issue : issues_) text += (text.empty() ? "" : "\n") + issue.text;
+    for (size_t i = 0; i < issues_.size() && i < kListedIssues; ++i) {
+      text += (text.empty() ? "" : "\n") + issues_[i].text;
+    }
+    if (issues_.size() > kListedIssues) {
+      const size_t more = issues_.size() - kListedIssues;
+      text += "\n... and " + std::to_string(more) + " more problem" + (more == 1 ? "" : "s") + " after these";
+    }
     return Status::InvalidArgument(text);
   }
 
@@ -414,10 +425,11 @@ class RecipeReader {
     recipe_.algorithm.params[name] = v.Scalar();
   }
 
-  static std::string UnknownKeyMessage(const std::string& section, const std::string& name) {
+  std::string UnknownKeyMessage(const std::string& section, const std::string& name) const {
     if (section == "data" && name == "dirichlet_alpha") {
       return "unknown key; the alpha is part of the partition, e.g. partition: dirichlet(0.5)";
     }
+    if (!Hinting()) return "unknown key";
     std::string hint = Suggest(section, name, /*full_path=*/false);
     if (!hint.empty()) return "unknown key (did you mean '" + hint + "'?)";
     return "unknown key (" + (section.empty() ? std::string("sections and keys") : section + " has") + ": " +
@@ -426,7 +438,9 @@ class RecipeReader {
 
   // The key meant by an unknown `name` in `section`: a common alias or a near miss among its siblings (as the
   // bare name, or the full path when `full_path`), else a key of that name in another section; "" if none.
-  static std::string Suggest(const std::string& section, const std::string& name, bool full_path) {
+  // None once kListedIssues problems are found.
+  std::string Suggest(const std::string& section, const std::string& name, bool full_path) const {
+    if (!Hinting()) return "";
     std::vector<std::string> children = RecipeSectionChildren(section);
     std::string alias = Alias(name);
     std::string hint =
@@ -649,6 +663,8 @@ class RecipeReader {
 
   std::string source_;
   Recipe recipe_;
+  bool Hinting() const { return issues_.size() < kListedIssues; }
+
   std::vector<Issue> issues_;
   std::map<std::string, Origin> origins_;  // path -> where its value (or section) was given; flags win
   std::set<std::string> bad_paths_;        // paths that already have an error

@@ -610,6 +610,27 @@ TEST(RecipeTest, ReportsAllErrorsAtOnceInFileOrder) {
                    "--set data.prefetch=x: data.prefetch: expected an integer, got 'x'"}));
 }
 
+// 25 misspelt keys: the first 20 are listed (with hints while they are looked for), the other 5 are counted.
+TEST(RecipeTest, ListsTheFirstTwentyProblemsAndCountsTheRest) {
+  std::string text = "model: {name: mlp}\ndata:\n";
+  for (int i = 0; i < 25; ++i) text += "  batch_sise" + std::to_string(i) + ": 1\n";
+  Lines lines = ErrorLines(text);
+  ASSERT_EQ(lines.size(), 21u);
+  EXPECT_EQ(lines[0], "r.yaml:3:3: data.batch_sise0: unknown key (did you mean 'batch_size'?)");
+  EXPECT_EQ(lines[19], "r.yaml:22:3: data.batch_sise19: unknown key (did you mean 'batch_size'?)");
+  EXPECT_EQ(lines[20], "... and 5 more problems after these");
+  // Flags count too, after the file's problems.
+  lines = ErrorLines(text, {"data.bach_size=2"});
+  ASSERT_EQ(lines.size(), 21u);
+  EXPECT_EQ(lines[20], "... and 6 more problems after these");
+  // Exactly twenty: all listed, no count line.
+  text = "model: {name: mlp}\ndata:\n";
+  for (int i = 0; i < 20; ++i) text += "  batch_sise" + std::to_string(i) + ": 1\n";
+  lines = ErrorLines(text);
+  ASSERT_EQ(lines.size(), 20u);
+  EXPECT_EQ(lines[19], "r.yaml:22:3: data.batch_sise19: unknown key (did you mean 'batch_size'?)");
+}
+
 TEST(RecipeTest, YamlSyntaxErrorsHaveAPosition) {
   EXPECT_EQ(ErrorLines("model:\n  hidden: [1, 2\ndata: {}\n"),
             Lines{"r.yaml:3:5: YAML syntax error: end of sequence flow not found"});
