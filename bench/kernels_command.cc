@@ -39,6 +39,7 @@ namespace {
 struct Measured {
   double samples_per_second = 0;
   double mean_loss = 0;  // over the timed iterations
+  std::string layout;    // the peer's thread layout (bench/peers/torch_cnn.py LAYOUTS); empty for geomx
 };
 
 // One configuration on the geomx side. Each step assembles batch i of `order` on the host (AssembleKernelsBatch:
@@ -155,6 +156,15 @@ bool NumberAfter(const std::string& line, const char* key, double* out) {
   return end != line.c_str() + at + k.size();
 }
 
+// The string after `"key": "` in `line` up to the next quote, or "" (the peer writes plain names).
+std::string WordAfter(const std::string& line, const char* key) {
+  const std::string k = std::string("\"") + key + "\": \"";
+  const size_t at = line.find(k);
+  if (at == std::string::npos) return "";
+  const size_t end = line.find('"', at + k.size());
+  return end == std::string::npos ? "" : line.substr(at + k.size(), end - at - k.size());
+}
+
 // Runs the PyTorch peer on the data in `data_dir` with the example order in `order_file`; returns (batch, threads)
 // -> its figures, or an explanation of why it could not run.
 Result<std::map<std::pair<int, int>, Measured>> MeasureTorch(const BenchKernelsFlags& f, const std::string& data_dir,
@@ -179,6 +189,7 @@ Result<std::map<std::pair<int, int>, Measured>> MeasureTorch(const BenchKernelsF
       if (NumberAfter(line, "batch", &b) && NumberAfter(line, "threads", &t) &&
           NumberAfter(line, "samples_per_second", &m.samples_per_second) &&
           NumberAfter(line, "mean_loss", &m.mean_loss)) {
+        m.layout = WordAfter(line, "layout");
         out[{static_cast<int>(b), static_cast<int>(t)}] = m;
       }
     }
@@ -246,6 +257,7 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool
               "geomx loss", "torch loss");
   JsonObject json;
   std::string rows;
+  std::string layouts;  // the peer's faster thread layout of each multi-threaded row
   for (const auto& [key, m] : ours) {
     const auto it = torch.find(key);
     const double peer = it == torch.end() ? 0.0 : it->second.samples_per_second;
@@ -265,12 +277,22 @@ Status RunBenchKernelsCommand(const BenchKernelsFlags& f, const std::atomic<bool
     if (peer > 0) {
       row.Add("torch_samples_per_second", peer).Add("ratio", m.samples_per_second / peer);
       row.Add("torch_mean_loss", it->second.mean_loss);
+      if (!it->second.layout.empty()) row.Add("torch_layout", it->second.layout);
+      if (key.second > 1 && !it->second.layout.empty()) {
+        layouts += (layouts.empty() ? "" : ", ") + it->second.layout + " at batch " + std::to_string(key.first) +
+                   ", " + std::to_string(key.second) + " threads";
+      }
     }
     if (!rows.empty()) rows += ", ";
     rows += row.str();
   }
   std::printf("(loss: mean training loss of the timed iterations%s; both sides see the same batches)\n",
               f.model == "gan" ? ", D's; the noise is each side's own" : "");
+  if (!layouts.empty()) {
+    std::printf("(torch with several threads: the faster of its thread layouts shared / blas, "
+                "bench/peers/torch_cnn.py: %s)\n",
+                layouts.c_str());
+  }
   if (!torch_note.empty()) std::printf("\nPyTorch peer not measured: %s\n", torch_note.c_str());
   if (!f.json_out.empty()) {
     cli::AddMachineAndDate(&json);

@@ -114,13 +114,13 @@ def gan_nets(nn):
     return g, d
 
 
-def measure_gan(torch, data, batch, threads, iterations, warmup):
+def measure_gan(torch, data, batch, threads, iterations, warmup, intra_op=None):
     """(samples/s, mean D loss): the gan step as geomx's GanTrainer::Step runs it, PyTorch's DCGAN example loop.
     fake = G(z); D step on cat(x, fake.detach()) against (1, 0) targets (the sum of the two mean BCEs); then the G
     step, BCE(D(fake), 1), with D's parameters not requiring grad; Adam (2e-4, betas 0.5, 0.999) for each. The real
     batch is the cnn's, mapped back to [-1, 1] ((x * 0.3530 + 0.2860) * 2 - 1)."""
     images, labels, order, lut = data
-    set_threads(torch, threads)
+    set_threads(torch, threads, intra_op)
     torch.manual_seed(0)
     g, d = gan_nets(torch.nn)
     opt_g = torch.optim.Adam(g.parameters(), lr=2e-4, betas=(0.5, 0.999))
@@ -163,10 +163,11 @@ def build(nn, model):
     return row_rnn(nn, nn.LSTM if model == "lstm" else nn.GRU)
 
 
-def set_threads(torch, threads):
-    """torch's intra-op threads and, when torch's GEMMs run on OpenBLAS, OpenBLAS's own pool (torch.set_num_threads
-    does not reach it: it would start one thread per core). threadpoolctl comes with python3-sklearn."""
-    torch.set_num_threads(threads)
+def set_threads(torch, threads, intra_op=None):
+    """torch's intra-op threads (`intra_op`, default `threads`) and, when torch's GEMMs run on OpenBLAS, OpenBLAS's
+    own pool (torch.set_num_threads does not reach it: it would start one thread per core). threadpoolctl comes
+    with python3-sklearn."""
+    torch.set_num_threads(intra_op or threads)
     try:
         from threadpoolctl import threadpool_limits
         threadpool_limits(limits=threads, user_api="blas")
@@ -174,10 +175,27 @@ def set_threads(torch, threads):
         pass
 
 
-def measure(torch, data, batch, threads, iterations, warmup, model_name="cnn"):
+# With more than one thread the peer is measured in two thread layouts and keeps the faster: "shared" (torch's
+# intra-op pool and the BLAS pool both `threads` wide, what torch.set_num_threads gives) and "blas" (one intra-op
+# thread, the BLAS pool `threads` wide). With Debian's torch, whose GEMMs run on OpenBLAS's pthreads pool, the
+# intra-op OpenMP threads spin while OpenBLAS's threads run, and on a 2-core machine the recurrent models' many
+# small GEMMs slow down 2-3x in the shared layout (docs/benchmarks.md); a wheel with MKL has one pool and no such
+# clash. Each side is thus compared with the peer's best use of the same number of cores.
+LAYOUTS = {"shared": None, "blas": 1}
+
+
+def best_layout(run, threads):
+    """run(intra_op) -> (samples/s, loss); returns (samples/s, loss, layout name) of the faster layout."""
+    if threads == 1:
+        return run(None) + ("shared",)
+    results = [run(intra) + (name,) for name, intra in LAYOUTS.items()]
+    return max(results, key=lambda r: r[0])
+
+
+def measure(torch, data, batch, threads, iterations, warmup, model_name="cnn", intra_op=None):
     """(samples/s, mean loss of the timed steps)."""
     images, labels, order, lut = data
-    set_threads(torch, threads)
+    set_threads(torch, threads, intra_op)
     torch.manual_seed(0)
     model = build(torch.nn, model_name)
     model.train()
@@ -245,11 +263,12 @@ def main():
     for b in batch_sizes:
         for t in [int(v) for v in a.threads.split(",")]:
             if a.model == "gan":
-                sps, loss = measure_gan(torch, data, b, t, a.iterations, a.warmup)
+                run = lambda intra: measure_gan(torch, data, b, t, a.iterations, a.warmup, intra)  # noqa: E731
             else:
-                sps, loss = measure(torch, data, b, t, a.iterations, a.warmup, a.model)
+                run = lambda intra: measure(torch, data, b, t, a.iterations, a.warmup, a.model, intra)  # noqa: E731
+            sps, loss, layout = best_layout(run, t)
             print(json.dumps({"batch": b, "threads": t, "samples_per_second": sps, "mean_loss": loss,
-                              "torch": torch.__version__, "parameters": params}), flush=True)
+                              "torch": torch.__version__, "parameters": params, "layout": layout}), flush=True)
     return 0
 
 

@@ -15,13 +15,25 @@
 // oneDNN's backward *accumulates* into the weight gradients and (in this version) writes them only in format ldigo
 // ({I, G*H} in memory, the transpose of ours): they go into zero-filled temporaries that are transposed and put
 // back in our gate order afterwards; the bias gradient is spread back over our bias (both halves of a summed pair
-// get the same gradient). The training workspace is one u8 tensor:
-//   [oneDNN workspace | dst_layer N*T*H f32 | dst_iter N*H f32 | dst_iter_c N*H f32 (LSTM)], 64-byte aligned.
+// get the same gradient).
+//
+// Threads: oneDNN 2.6 trains an RNN with its reference implementation, whose per-step GEMMs (a few dozen rows) and
+// gate kernels gain little from a second thread. The rows of a batch are independent sequences, so with k threads
+// (and at least 16 rows each) the batch is cut into k contiguous chunks (x, the outputs and dx are row-major by
+// sample, so a chunk is an offset) that run the primitive side by side, one thread each; each chunk's weight
+// gradients go into their own zeros and are summed. The training workspace is one u8 tensor, 64-byte aligned parts:
+//   [chunk count (int64, 64 bytes) | each chunk's oneDNN workspace | dst_layer N*T*H f32 | dst_iter N*H f32 |
+//    dst_iter_c N*H f32 (LSTM)]
+// and the backward cuts the batch by the count stored there.
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -51,8 +63,14 @@ struct RnnGeometry {
   md dw_ih_md, dw_hh_md;  // ldigo: the only diff-weights format oneDNN's backward takes
   md last_c_md;           // the LSTM's cell state; a zero descriptor for the GRU
 
-  RnnGeometry(const RnnParams& p, const Shape& x, const Shape& w_hh)
-      : cell(p.cell), n(x.dim(0)), t(x.dim(1)), i(x.dim(2)), h(w_hh.dim(1)), gates(RnnGates(p.cell)) {
+  // `rows`: the batch rows this geometry covers (a chunk of x's, see BatchChunks), or -1 for all of them.
+  RnnGeometry(const RnnParams& p, const Shape& x, const Shape& w_hh, int64_t rows = -1)
+      : cell(p.cell),
+        n(rows >= 0 ? rows : x.dim(0)),
+        t(x.dim(1)),
+        i(x.dim(2)),
+        h(w_hh.dim(1)),
+        gates(RnnGates(p.cell)) {
     x_md = md({t, n, i}, dt::f32, tag::ntc);
     w_ih_md = md({1, 1, i, gates, h}, dt::f32, tag::ldgoi);
     w_hh_md = md({1, 1, h, gates, h}, dt::f32, tag::ldgoi);
@@ -125,16 +143,49 @@ OneDnnPrimitive MakeBackward(const RnnGeometry& g, const dnnl::engine& eng) {
   return WithWeightReorders<gru_bwd>(g, eng, pd);
 }
 
+// The batch cut into contiguous chunks of rows that run side by side, one thread each (see the file comment). The
+// count is stored in the workspace, so the backward cuts the batch as its forward did.
+struct BatchChunks {
+  static constexpr int64_t kMinRows = 16;  // fewer rows per chunk and the per-step GEMMs get too thin to pay
+  int64_t count = 1;
+  int64_t n = 0;
+  BatchChunks(int64_t rows, int64_t chunks) : count(std::max<int64_t>(1, std::min(chunks, rows))), n(rows) {}
+  static BatchChunks For(int64_t rows) {
+    return BatchChunks(rows, std::min<int64_t>(omp_in_parallel() ? 1 : omp_get_max_threads(), rows / kMinRows));
+  }
+  int64_t Begin(int64_t c) const { return c * n / count; }
+  int64_t Rows(int64_t c) const { return Begin(c + 1) - Begin(c); }
+};
+
 // Offsets of the parts of the training workspace (see the file comment).
 struct RnnWorkspaceLayout {
-  size_t dnn = 0, seq = 0, last_h = 0, last_c = 0, total = 0;
-  RnnWorkspaceLayout(const RnnGeometry& g, size_t dnn_bytes) {
-    seq = Align64(dnn_bytes);
+  size_t seq = 0, last_h = 0, last_c = 0, total = 0;
+  std::vector<size_t> dnn;  // each chunk's oneDNN workspace
+  RnnWorkspaceLayout(const RnnGeometry& g, const std::vector<size_t>& dnn_bytes) {
+    size_t at = kHeaderBytes;
+    for (size_t b : dnn_bytes) {
+      dnn.push_back(at);
+      at += Align64(b);
+    }
+    seq = at;
     last_h = seq + Align64(g.SeqBytes());
     last_c = last_h + Align64(g.LastBytes());
     total = last_c + (g.cell == RnnCell::kLstm ? Align64(g.LastBytes()) : 0);
   }
+  static constexpr size_t kHeaderBytes = 64;  // int64 chunk count, then padding
 };
+
+// Runs body(c) for every chunk, side by side when there are several (each on one thread: nested regions are off,
+// so oneDNN runs a primitive on the calling thread). The first failure is returned.
+template <typename Body>
+Status ForEachChunk(const BatchChunks& chunks, const Body& body) {
+  if (chunks.count == 1) return body(int64_t{0});
+  std::vector<Status> status(static_cast<size_t>(chunks.count));
+#pragma omp parallel for num_threads(static_cast<int>(chunks.count)) schedule(static, 1)
+  for (int64_t c = 0; c < chunks.count; ++c) status[static_cast<size_t>(c)] = body(c);
+  for (const Status& st : status) GEOMX_RETURN_IF_ERROR(st);
+  return Status::Ok();
+}
 
 // Our weights [G*H, cols] -> the same layout with oneDNN's gate order.
 Tensor ToDnnWeights(const RnnGeometry& g, const Tensor& w, int64_t cols) {
@@ -198,25 +249,42 @@ Status CpuBackend::RnnForward(const RnnParams& p, const Tensor& x, const Tensor&
     if (training) *workspace = Tensor::Empty(Shape{0}, DType::kU8);
     return Fill(0.0f, y);
   }
-  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
-                         dnn_->GetOrCreate("RnnForward", g.Key(OneDnnOp::kRnnForward, training),
-                                           [&] { return MakeForward(g, dnn_->engine(), training); }));
-  const RnnWorkspaceLayout layout(g, prim->workspace.get_size());
+  const BatchChunks chunks = BatchChunks::For(g.n);
+  std::vector<const OneDnnPrimitive*> prims;
+  std::vector<size_t> dnn_bytes;
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    const RnnGeometry gc(p, x.shape(), w_hh.shape(), chunks.Rows(c));
+    GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
+                           dnn_->GetOrCreate("RnnForward", gc.Key(OneDnnOp::kRnnForward, training),
+                                             [&] { return MakeForward(gc, dnn_->engine(), training); }));
+    prims.push_back(prim);
+    dnn_bytes.push_back(prim->workspace.get_size());
+  }
+  const RnnWorkspaceLayout layout(g, dnn_bytes);
   // oneDNN writes the sequence, the last h (and c) into the workspace tensor (scratch in inference); the caller's
   // output is copied out of it, and the backward reads it back from there.
   Tensor ws = Tensor::Empty(Shape{static_cast<int64_t>(layout.total)}, DType::kU8);
   auto* base = static_cast<std::byte*>(ws.raw_data());
+  *reinterpret_cast<int64_t*>(base) = chunks.count;
   const Tensor w_ih_d = ToDnnWeights(g, w_ih, g.i), w_hh_d = ToDnnWeights(g, w_hh, g.h), b_d = ToDnnBias(g, b);
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC_LAYER, dnn_->Wrap(x, g.x_md)},
-      {DNNL_ARG_WEIGHTS_LAYER, dnn_->Wrap(w_ih_d, g.w_ih_md)},
-      {DNNL_ARG_WEIGHTS_ITER, dnn_->Wrap(w_hh_d, g.w_hh_md)},
-      {DNNL_ARG_BIAS, dnn_->Wrap(b_d, g.b_md)},
-      {DNNL_ARG_DST_LAYER, dnn_->WrapRaw(base + layout.seq, g.seq_md)},
-      {DNNL_ARG_DST_ITER, dnn_->WrapRaw(base + layout.last_h, g.last_md)}};
-  if (g.cell == RnnCell::kLstm) args.emplace(DNNL_ARG_DST_ITER_C, dnn_->WrapRaw(base + layout.last_c, g.last_c_md));
-  if (training) args.emplace(DNNL_ARG_WORKSPACE, dnn_->WrapRaw(base + layout.dnn, prim->workspace));
-  GEOMX_RETURN_IF_ERROR(dnn_->Execute("RnnForward", *prim, std::move(args)));
+  const auto* xs = static_cast<const std::byte*>(x.raw_data());
+  GEOMX_RETURN_IF_ERROR(ForEachChunk(chunks, [&](int64_t c) {
+    const RnnGeometry gc(p, x.shape(), w_hh.shape(), chunks.Rows(c));
+    const auto r0 = static_cast<size_t>(chunks.Begin(c));
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC_LAYER, dnn_->WrapRaw(const_cast<std::byte*>(xs) + r0 * g.t * g.i * sizeof(float), gc.x_md)},
+        {DNNL_ARG_WEIGHTS_LAYER, dnn_->Wrap(w_ih_d, gc.w_ih_md)},
+        {DNNL_ARG_WEIGHTS_ITER, dnn_->Wrap(w_hh_d, gc.w_hh_md)},
+        {DNNL_ARG_BIAS, dnn_->Wrap(b_d, gc.b_md)},
+        {DNNL_ARG_DST_LAYER, dnn_->WrapRaw(base + layout.seq + r0 * g.t * g.h * sizeof(float), gc.seq_md)},
+        {DNNL_ARG_DST_ITER, dnn_->WrapRaw(base + layout.last_h + r0 * g.h * sizeof(float), gc.last_md)}};
+    if (g.cell == RnnCell::kLstm) {
+      args.emplace(DNNL_ARG_DST_ITER_C, dnn_->WrapRaw(base + layout.last_c + r0 * g.h * sizeof(float), gc.last_c_md));
+    }
+    const OneDnnPrimitive& prim = *prims[static_cast<size_t>(c)];
+    if (training) args.emplace(DNNL_ARG_WORKSPACE, dnn_->WrapRaw(base + layout.dnn[c], prim.workspace));
+    return dnn_->Execute("RnnForward", prim, std::move(args));
+  }));
   std::memcpy(y->raw_data(), p.sequences ? base + layout.seq : base + layout.last_h,
               p.sequences ? g.SeqBytes() : g.LastBytes());
   if (training) *workspace = ws;
@@ -233,57 +301,93 @@ Status CpuBackend::RnnBackward(const RnnParams& p, const Tensor& x, const Tensor
     GEOMX_RETURN_IF_ERROR(Fill(0.0f, dw_hh));
     return Fill(0.0f, dx);
   }
-  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
-                         dnn_->GetOrCreate("RnnBackward", g.Key(OneDnnOp::kRnnBackward, true),
-                                           [&] { return MakeBackward(g, dnn_->engine()); }));
-  GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* fwd,
-                         dnn_->GetOrCreate("RnnForward", g.Key(OneDnnOp::kRnnForward, true),
-                                           [&] { return MakeForward(g, dnn_->engine(), true); }));
-  const RnnWorkspaceLayout layout(g, fwd->workspace.get_size());
-  if (!workspace.defined() || !workspace.device().is_cpu() || workspace.dtype() != DType::kU8 ||
-      workspace.nbytes() != layout.total) {
-    return Status::InvalidArgument("RnnBackward: needs the workspace of RnnForward in training (" +
-                                   std::to_string(layout.total) + " bytes), got " +
+  const auto bad_workspace = [&](const std::string& why) {
+    return Status::InvalidArgument("RnnBackward: needs the workspace of RnnForward in training (" + why + "), got " +
                                    (workspace.defined() ? workspace.ToString() : std::string("none")));
+  };
+  if (!workspace.defined() || !workspace.device().is_cpu() || workspace.dtype() != DType::kU8 ||
+      workspace.nbytes() < RnnWorkspaceLayout::kHeaderBytes) {
+    return bad_workspace("a CPU u8 tensor");
   }
   auto* base = static_cast<std::byte*>(workspace.raw_data());
+  const int64_t count = *reinterpret_cast<const int64_t*>(base);
+  if (count < 1 || count > g.n) return bad_workspace("its chunk count");
+  const BatchChunks chunks(g.n, count);
+  std::vector<const OneDnnPrimitive*> prims;
+  std::vector<size_t> dnn_bytes;
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    const RnnGeometry gc(p, x.shape(), w_hh.shape(), chunks.Rows(c));
+    GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
+                           dnn_->GetOrCreate("RnnBackward", gc.Key(OneDnnOp::kRnnBackward, true),
+                                             [&] { return MakeBackward(gc, dnn_->engine()); }));
+    GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* fwd,
+                           dnn_->GetOrCreate("RnnForward", gc.Key(OneDnnOp::kRnnForward, true),
+                                             [&] { return MakeForward(gc, dnn_->engine(), true); }));
+    prims.push_back(prim);
+    dnn_bytes.push_back(fwd->workspace.get_size());
+  }
+  const RnnWorkspaceLayout layout(g, dnn_bytes);
+  if (workspace.nbytes() != layout.total) return bad_workspace(std::to_string(layout.total) + " bytes");
   // The gradient of the output that the caller did not receive is zero.
   const Tensor zero_last = Tensor::Zeros(Shape{g.n, g.h}, DType::kF32);
   Tensor zero_seq;
-  const void* d_seq = dy.raw_data();
-  const void* d_last = zero_last.raw_data();
+  const auto* d_seq = static_cast<const std::byte*>(dy.raw_data());
+  const auto* d_last = static_cast<const std::byte*>(zero_last.raw_data());
   if (!p.sequences) {
     zero_seq = Tensor::Zeros(Shape{g.n, g.t, g.h}, DType::kF32);
-    d_seq = zero_seq.raw_data();
-    d_last = dy.raw_data();
+    d_seq = static_cast<const std::byte*>(zero_seq.raw_data());
+    d_last = static_cast<const std::byte*>(dy.raw_data());
   }
   const Tensor w_ih_d = ToDnnWeights(g, w_ih, g.i), w_hh_d = ToDnnWeights(g, w_hh, g.h), b_d = ToDnnBias(g, b);
-  // oneDNN accumulates into the weight gradients (see the file comment).
-  const Tensor dw_ih_t = Tensor::Zeros(Shape{g.i, g.gates * g.h}, DType::kF32);
-  const Tensor dw_hh_t = Tensor::Zeros(Shape{g.h, g.gates * g.h}, DType::kF32);
-  const Tensor db_t = Tensor::Zeros(Shape{4 * g.h}, DType::kF32);
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC_LAYER, dnn_->Wrap(x, g.x_md)},
-      {DNNL_ARG_WEIGHTS_LAYER, dnn_->Wrap(w_ih_d, g.w_ih_md)},
-      {DNNL_ARG_WEIGHTS_ITER, dnn_->Wrap(w_hh_d, g.w_hh_md)},
-      {DNNL_ARG_BIAS, dnn_->Wrap(b_d, g.b_md)},
-      {DNNL_ARG_DST_LAYER, dnn_->WrapRaw(base + layout.seq, g.seq_md)},
-      {DNNL_ARG_DST_ITER, dnn_->WrapRaw(base + layout.last_h, g.last_md)},
-      {DNNL_ARG_DIFF_DST_LAYER, dnn_->WrapRaw(const_cast<void*>(d_seq), g.seq_md)},
-      {DNNL_ARG_DIFF_DST_ITER, dnn_->WrapRaw(const_cast<void*>(d_last), g.last_md)},
-      {DNNL_ARG_WORKSPACE, dnn_->WrapRaw(base + layout.dnn, prim->workspace)},
-      {DNNL_ARG_DIFF_SRC_LAYER, dnn_->Wrap(*dx, g.x_md)},
-      {DNNL_ARG_DIFF_WEIGHTS_LAYER, dnn_->Wrap(dw_ih_t, g.dw_ih_md)},
-      {DNNL_ARG_DIFF_WEIGHTS_ITER, dnn_->Wrap(dw_hh_t, g.dw_hh_md)},
-      {DNNL_ARG_DIFF_BIAS, dnn_->Wrap(db_t, g.b_md)}};
-  if (g.cell == RnnCell::kLstm) {
-    args.emplace(DNNL_ARG_DST_ITER_C, dnn_->WrapRaw(base + layout.last_c, g.last_c_md));
-    args.emplace(DNNL_ARG_DIFF_DST_ITER_C, dnn_->Wrap(zero_last, g.last_c_md));
+  // oneDNN accumulates into the weight gradients (see the file comment): each chunk into its own zeros, summed
+  // into the first chunk's afterwards.
+  std::vector<Tensor> dw_ih_t, dw_hh_t, db_t;
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    dw_ih_t.push_back(Tensor::Zeros(Shape{g.i, g.gates * g.h}, DType::kF32));
+    dw_hh_t.push_back(Tensor::Zeros(Shape{g.h, g.gates * g.h}, DType::kF32));
+    db_t.push_back(Tensor::Zeros(Shape{4 * g.h}, DType::kF32));
   }
-  GEOMX_RETURN_IF_ERROR(dnn_->Execute("RnnBackward", *prim, std::move(args)));
-  FromDnnWeightGrad(g, dw_ih_t, g.i, dw_ih);
-  FromDnnWeightGrad(g, dw_hh_t, g.h, dw_hh);
-  FromDnnBiasGrad(g, db_t, db);
+  const auto* xs = static_cast<const std::byte*>(x.raw_data());
+  auto* dxs = static_cast<std::byte*>(dx->raw_data());
+  GEOMX_RETURN_IF_ERROR(ForEachChunk(chunks, [&](int64_t c) {
+    const RnnGeometry gc(p, x.shape(), w_hh.shape(), chunks.Rows(c));
+    const auto r0 = static_cast<size_t>(chunks.Begin(c));
+    const size_t x_at = r0 * g.t * g.i * sizeof(float), seq_at = r0 * g.t * g.h * sizeof(float);
+    const size_t last_at = r0 * g.h * sizeof(float);
+    auto raw = [](const std::byte* ptr) { return const_cast<std::byte*>(ptr); };
+    const auto k = static_cast<size_t>(c);
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC_LAYER, dnn_->WrapRaw(raw(xs) + x_at, gc.x_md)},
+        {DNNL_ARG_WEIGHTS_LAYER, dnn_->Wrap(w_ih_d, gc.w_ih_md)},
+        {DNNL_ARG_WEIGHTS_ITER, dnn_->Wrap(w_hh_d, gc.w_hh_md)},
+        {DNNL_ARG_BIAS, dnn_->Wrap(b_d, gc.b_md)},
+        {DNNL_ARG_DST_LAYER, dnn_->WrapRaw(base + layout.seq + seq_at, gc.seq_md)},
+        {DNNL_ARG_DST_ITER, dnn_->WrapRaw(base + layout.last_h + last_at, gc.last_md)},
+        {DNNL_ARG_DIFF_DST_LAYER, dnn_->WrapRaw(raw(d_seq) + seq_at, gc.seq_md)},
+        {DNNL_ARG_DIFF_DST_ITER, dnn_->WrapRaw(raw(d_last) + last_at, gc.last_md)},
+        {DNNL_ARG_WORKSPACE, dnn_->WrapRaw(base + layout.dnn[k], prims[k]->workspace)},
+        {DNNL_ARG_DIFF_SRC_LAYER, dnn_->WrapRaw(dxs + x_at, gc.x_md)},
+        {DNNL_ARG_DIFF_WEIGHTS_LAYER, dnn_->Wrap(dw_ih_t[k], gc.dw_ih_md)},
+        {DNNL_ARG_DIFF_WEIGHTS_ITER, dnn_->Wrap(dw_hh_t[k], gc.dw_hh_md)},
+        {DNNL_ARG_DIFF_BIAS, dnn_->Wrap(db_t[k], gc.b_md)}};
+    if (g.cell == RnnCell::kLstm) {
+      args.emplace(DNNL_ARG_DST_ITER_C, dnn_->WrapRaw(base + layout.last_c + last_at, gc.last_c_md));
+      args.emplace(DNNL_ARG_DIFF_DST_ITER_C,
+                   dnn_->WrapRaw(raw(static_cast<const std::byte*>(zero_last.raw_data())) + last_at, gc.last_c_md));
+    }
+    return dnn_->Execute("RnnBackward", *prims[k], std::move(args));
+  }));
+  for (int64_t c = 1; c < chunks.count; ++c) {
+    const auto k = static_cast<size_t>(c);
+    for (auto* parts : {&dw_ih_t, &dw_hh_t, &db_t}) {
+      float* into = (*parts)[0].data<float>();
+      const float* from = (*parts)[k].data<float>();
+      for (int64_t j = 0; j < (*parts)[0].numel(); ++j) into[j] += from[j];
+    }
+  }
+  FromDnnWeightGrad(g, dw_ih_t[0], g.i, dw_ih);
+  FromDnnWeightGrad(g, dw_hh_t[0], g.h, dw_hh);
+  FromDnnBiasGrad(g, db_t[0], db);
   return Status::Ok();
 }
 

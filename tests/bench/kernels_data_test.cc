@@ -260,7 +260,7 @@ TEST(BenchKernelsCommand, RunsBothSidesOnTheGivenData) {
   WriteFixture(dir / "data", 7);
   const bool torch = PythonHas("numpy, torch");
   const testing::CommandResult r = testing::RunGeomx(
-      "bench kernels --data " + (dir / "data").string() + " --batch-sizes 4 --threads 1 --iterations 2 --warmup 1" +
+      "bench kernels --data " + (dir / "data").string() + " --batch-sizes 4 --threads 1,2 --iterations 2 --warmup 1" +
       (torch ? "" : " --no-torch") + " --json " + (dir / "k.json").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string json = testing::ReadFile(dir / "k.json");
@@ -271,6 +271,16 @@ TEST(BenchKernelsCommand, RunsBothSidesOnTheGivenData) {
   if (!torch) GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian python3-torch): geomx side only";
   EXPECT_GT(NumberAfter(json, "torch_samples_per_second"), 0) << json << r.output;
   EXPECT_TRUE(std::isfinite(NumberAfter(json, "torch_mean_loss"))) << json;
+  // One thread: the one layout; two: the faster of the two, named in the row and under the table.
+  EXPECT_NE(json.find("\"threads\": 1, \"geomx_samples_per_second\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"torch_layout\": \"shared\""), std::string::npos) << json;
+  const size_t two = json.find("\"threads\": 2");
+  ASSERT_NE(two, std::string::npos) << json;
+  const std::string second_row = json.substr(two);
+  EXPECT_TRUE(second_row.find("\"torch_layout\": \"shared\"") != std::string::npos ||
+              second_row.find("\"torch_layout\": \"blas\"") != std::string::npos)
+      << json;
+  EXPECT_NE(r.output.find("the faster of its thread layouts"), std::string::npos) << r.output;
 }
 
 // --model lstm / gru trains the rnn model on the same batches (the peer gets the same --model); an unknown model
