@@ -10,6 +10,9 @@
 #   FUZZ_BUILD=build-fuzz  the clang build folder (configured here when it is not yet)
 #   FUZZ_OUT=<dir>         scratch folder (default: a new mktemp -d folder, kept)
 #   FUZZ_JOBS=<n>          parallel build jobs (default: nproc)
+#   FUZZ_FORK=<n>          run each target as one libFuzzer process that fuzzes in n child processes at a time
+#                          (libFuzzer's -fork=n: a shared corpus, the executions of all children counted together,
+#                          FUZZ_RUNS stops the whole run); default: one process
 # Requires clang with libFuzzer: scripts/install-deps.sh --fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +25,14 @@ fi
 seconds=${FUZZ_SECONDS:-$([[ -n "$runs" ]] && echo 86400 || echo 60)}
 limit=(-max_total_time="$seconds")
 [[ -n "$runs" ]] && limit+=(-runs="$runs")
+fork=${FUZZ_FORK:-}
+if [[ -n "$fork" ]]; then
+  if [[ ! "$fork" =~ ^[1-9][0-9]*$ ]]; then
+    echo "fuzz: FUZZ_FORK must be a positive whole number, not '$fork'" >&2
+    exit 2
+  fi
+  limit+=(-fork="$fork")
+fi
 targets=${FUZZ_TARGETS:-recipe message frame idx csv libsvm cifar}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc)}
@@ -68,6 +79,10 @@ for t in $targets; do
     >"$work/log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log" | tail -1)
+  if [[ -n "$fork" ]]; then  # the parent's progress lines "#N: cov: ... exec/s R ..." count every child
+    execs=$(sed -n 's/^#\([0-9][0-9]*\): cov:.*/\1/p' "$work/log" | tail -1)
+    rate=$(sed -n 's/^#[0-9][0-9]*: cov:.* exec\/s:* \([0-9][0-9]*\).*/\1/p' "$work/log" | tail -1)
+  fi
   peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/log" | tail -1)
   found=$(ls "$work/artifacts" 2>/dev/null | head -5 | tr '\n' ' ')
   if [[ $rc -ne 0 || -n "$found" ]]; then

@@ -132,7 +132,49 @@ GanNetworks::~GanNetworks() = default;
 
 Tensor GanNetworks::Generate(const Tensor& z) {
   autograd::NoGradGuard no_grad;
-  return generator_->Forward(Variable(z)).data();
+  if (!averaging()) return generator_->Forward(Variable(z)).data();
+  if (averaged_ == nullptr) {
+    Rng unused(0);
+    averaged_ = MakeGenerator(shape_, unused);
+  }
+  if (averaged_stale_) {
+    GEOMX_CHECK_OK(SetFlatParameters(*averaged_, average_));
+    averaged_stale_ = false;
+  }
+  return averaged_->Forward(Variable(z)).data();
+}
+
+void GanNetworks::EnableAverage(float decay) {
+  GEOMX_CHECK(decay > 0 && decay < 1) << "GanNetworks::EnableAverage: decay " << decay;
+  decay_ = decay;
+  average_updates_ = 0;
+  average_ = FlatParameters(*generator_);
+  averaged_stale_ = true;
+}
+
+void GanNetworks::UpdateAverage() {
+  GEOMX_CHECK(averaging()) << "GanNetworks::UpdateAverage: not enabled";
+  ++average_updates_;
+  const auto t = static_cast<float>(average_updates_);
+  const float keep = std::min(decay_, (1.0f + t) / (10.0f + t));
+  size_t at = 0;
+  for (nn::Parameter* p : generator_->Parameters()) {
+    const Tensor w = p->data().To(Device::Cpu());
+    const float* v = w.data<float>();
+    for (int64_t i = 0; i < w.numel(); ++i, ++at) average_[at] = keep * average_[at] + (1.0f - keep) * v[i];
+  }
+  averaged_stale_ = true;
+}
+
+Status GanNetworks::SetAverage(std::span<const float> values) {
+  if (static_cast<int64_t>(values.size()) != generator_->NumParameters()) {
+    return Status::InvalidArgument("the generator has " + std::to_string(generator_->NumParameters()) +
+                                   " parameters, got an average of " + std::to_string(values.size()) + " values");
+  }
+  if (!averaging()) decay_ = 0.999f;  // only marks it enabled: a loaded model is not trained further
+  average_.assign(values.begin(), values.end());
+  averaged_stale_ = true;
+  return Status::Ok();
 }
 
 std::vector<float> FlatParameters(nn::Module& net) {
@@ -279,6 +321,7 @@ Result<GanStepStats> GanTrainer::Step(const Tensor& real, const Tensor& z) {
   for (nn::Parameter* p : d_->params) p->set_trainable(true);
   stats.g_loss = g_loss.data().item();
   GEOMX_RETURN_IF_ERROR(Update(g_.get()));
+  if (nets_->averaging()) nets_->UpdateAverage();
   return stats;
 }
 

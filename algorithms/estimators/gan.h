@@ -74,12 +74,30 @@ class GanNetworks {
   nn::Module& generator() { return *generator_; }
   nn::Module& discriminator() { return *discriminator_; }
   const GanShape& shape() const { return shape_; }
-  // G(z) without recording gradients: z [N, noise] -> images [N, image] in (-1, 1).
+  // G(z) without recording gradients: z [N, noise] -> images [N, image] in (-1, 1). With the average enabled
+  // (below), the averaged generator's.
   Tensor Generate(const Tensor& z);
+
+  // The exponential moving average of G's weights (Yazici et al. 2019, "The unusual effectiveness of averaging in
+  // GAN training"), which Generate() then uses: G itself keeps training, the average is what gets rated and
+  // saved. EnableAverage(decay), decay in (0, 1), starts it at G's current weights; UpdateAverage(), after each G
+  // update, folds G in with the weight min(decay, (1 + t) / (10 + t)) of the average at its t-th call (t from 1;
+  // TensorFlow's ExponentialMovingAverage with num_updates), so the first updates are not dominated by the random
+  // start. SetAverage replaces it (a loaded model; enables it, kInvalidArgument for another length).
+  void EnableAverage(float decay);
+  void UpdateAverage();
+  bool averaging() const { return decay_ > 0; }
+  const std::vector<float>& average() const { return average_; }
+  Status SetAverage(std::span<const float> values);
 
  private:
   GanShape shape_;
   std::unique_ptr<nn::Module> generator_, discriminator_;
+  float decay_ = 0;                       // 0: no average
+  int64_t average_updates_ = 0;
+  std::vector<float> average_;            // flat, FlatParameters order
+  std::unique_ptr<nn::Module> averaged_;  // a generator holding `average_` when Generate() last ran
+  bool averaged_stale_ = true;
 };
 
 // A network's parameters as one vector, in Parameters() order; and back (kInvalidArgument for another length).

@@ -62,6 +62,7 @@ struct GanConfig {
   GanShape shape;  // image is the data's
   GanAdam adam;
   float real_label = 1.0f;
+  float average = 0.999f;  // decay of G's moving average (GanNetworks::EnableAverage); 0: none
   int64_t epochs = 5;
   int64_t batch_size = 64;
   int64_t eval_every = 1000;  // 0: at the end only
@@ -337,6 +338,7 @@ Status Gan::Fit(const data::Table& train, const FitContext& context) {
 
   const GanShape shape = ShapeFor(train.cols);
   nets_ = std::make_unique<GanNetworks>(shape, seed_ ^ kNetStream);
+  if (config_.average > 0) nets_->EnableAverage(config_.average);
   GanTrainer trainer(nets_.get(), config_.adam, collective, config_.real_label);
   double real_score = -1;
   if (evaluator && context.observer != nullptr && context.eval != nullptr) real_score = RealScore(*context.eval);
@@ -462,6 +464,7 @@ void Gan::Save(ModelWriter* out) const {
   out->PutFloats("gan.range", std::vector<float>{lo_, hi_});
   out->PutFloats("gan.generator", FlatParameters(nets_->generator()));
   out->PutFloats("gan.discriminator", FlatParameters(nets_->discriminator()));
+  if (nets_->averaging()) out->PutFloats("gan.generator_average", nets_->average());
   out->PutString("gan.classifier_model", classifier_model_);
   if (classifier_ != nullptr) out->PutFloats("gan.classifier", FlatState(*classifier_));
 }
@@ -482,6 +485,11 @@ Status Gan::Load(const ModelReader& in) {
   GEOMX_RETURN_IF_ERROR(in.GetFloats("gan.discriminator", &d, nets->discriminator().NumParameters()));
   GEOMX_RETURN_IF_ERROR(SetFlatParameters(nets->generator(), g));
   GEOMX_RETURN_IF_ERROR(SetFlatParameters(nets->discriminator(), d));
+  if (in.Has("gan.generator_average")) {
+    std::vector<float> average;
+    GEOMX_RETURN_IF_ERROR(in.GetFloats("gan.generator_average", &average, nets->generator().NumParameters()));
+    GEOMX_RETURN_IF_ERROR(nets->SetAverage(average));
+  }
   side_ = side;
   classes_ = classes;
   std::string model_name;
@@ -537,6 +545,8 @@ EstimatorDef MakeGanDef() {
       RangeParam("real_label", 1, 0.5, false, 1, false, "D's target for real images (0.9: one-sided label "
                  "smoothing, Salimans et al. 2016)"),
       RangeParam("d_dropout", 0, 0, false, 1, true, "dropout after each of D's hidden layers"),
+      RangeParam("average", 0.999, 0, false, 1, true, "decay of an exponential moving average of G's weights, "
+                 "which is what the samples, the score and the model file show (Yazici et al. 2019); 0: G itself"),
       IntParam("eval_every", 1000, 0, int64_t{1} << 40, "steps between evaluations (a samples-<step>.png grid and the "
                "score in metrics.jsonl); 0: at the end only"),
       IntParam("score_samples", 10000, 100, 1000000, "generated images (and real test images, at most this many) "
@@ -558,6 +568,7 @@ EstimatorDef MakeGanDef() {
     c.adam.beta2 = static_cast<float>(v.Number("beta2"));
     c.real_label = static_cast<float>(v.Number("real_label"));
     c.shape.d_dropout = static_cast<float>(v.Number("d_dropout"));
+    c.average = static_cast<float>(v.Number("average"));
     c.eval_every = v.Int("eval_every");
     c.score_samples = v.Int("score_samples");
     c.classifier = v.TextValue("classifier");

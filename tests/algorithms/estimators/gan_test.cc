@@ -364,6 +364,72 @@ TEST(GanEstimatorTest, FitWritesGridsAndScoresAndTheModelFileReproducesThem) {
   EXPECT_NEAR(MetricValue(again, "real_score"), real, 1e-9);
 }
 
+// G's moving average: two updates by hand (the weight of the average is (1 + t) / (10 + t) while that is under the
+// decay), then the decay caps it; Generate() runs a generator holding the average.
+TEST(GanAverageTest, FoldsGInByHandAndGeneratesWithTheAverage) {
+  GanNetworks nets(kSmall, 1);
+  const std::vector<float> w0 = FlatParameters(nets.generator());
+  auto shifted = [&](float by) {
+    std::vector<float> w = w0;
+    for (float& v : w) v += by;
+    return w;
+  };
+  const Tensor z = testing::RandomTensor(Shape{5, kSmall.noise}, 9);
+  nets.EnableAverage(0.5f);
+  ASSERT_TRUE(SetFlatParameters(nets.generator(), shifted(0.1f)).ok());
+  nets.UpdateAverage();  // t = 1: keep 2/11 of the average
+  for (size_t i = 0; i < w0.size(); i += 97) {
+    ASSERT_NEAR(nets.average()[i], w0[i] + 0.9f / 11.0f, 1e-6f) << i;
+  }
+  // Generate() is the average's: equal to a generator that holds it, and not G's own output.
+  GanNetworks holder(kSmall, 2), plain(kSmall, 1);
+  ASSERT_TRUE(SetFlatParameters(holder.generator(), nets.average()).ok());
+  ASSERT_TRUE(SetFlatParameters(plain.generator(), shifted(0.1f)).ok());
+  EXPECT_TRUE(testing::AllClose(nets.Generate(z), holder.Generate(z), 1e-6f, 1e-6f));
+  EXPECT_FALSE(testing::AllClose(nets.Generate(z), plain.Generate(z), 1e-3f, 1e-3f));
+
+  ASSERT_TRUE(SetFlatParameters(nets.generator(), shifted(-0.2f)).ok());
+  nets.UpdateAverage();  // t = 2: keep 3/12
+  const float second = 0.25f * 0.9f / 11.0f - 0.75f * 0.2f;
+  for (size_t i = 0; i < w0.size(); i += 97) ASSERT_NEAR(nets.average()[i], w0[i] + second, 1e-6f) << i;
+  // From t = 9 on (10/19 > 0.5) the decay 0.5 is the weight: eight more updates at w0 - 0.2 keep 4/13 ... 9/18,
+  // then 0.5 twice, of the distance to w0 - 0.2.
+  double gap = second + 0.2;
+  for (int t = 3; t <= 10; ++t) {
+    nets.UpdateAverage();
+    gap *= std::min(0.5, (1.0 + t) / (10.0 + t));
+  }
+  for (size_t i = 0; i < w0.size(); i += 97) {
+    ASSERT_NEAR(nets.average()[i], w0[i] - 0.2f + static_cast<float>(gap), 1e-6f) << i;
+  }
+  ASSERT_TRUE(SetFlatParameters(holder.generator(), nets.average()).ok());
+  EXPECT_TRUE(testing::AllClose(nets.Generate(z), holder.Generate(z), 1e-6f, 1e-6f)) << "refreshed after updates";
+  EXPECT_FALSE(nets.SetAverage(std::vector<float>(3, 0.0f)).ok());
+}
+
+// With `average` (on by default), the model file keeps the average: the loaded model's score is the fit's.
+TEST(GanEstimatorTest, TheAverageIsSavedAndRated) {
+  EstimatorJob job = SmallJob();
+  job.params["average"] = "0.9";
+  Result<EstimatorOutcome> o = RunEstimatorJob(job, nullptr, nullptr);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  testing::ScratchDir dir;
+  const std::string path = (dir.path() / "model.gxm").string();
+  ASSERT_TRUE(SaveFittedModel(path, o->model).ok());
+  Result<FittedModel> loaded = LoadFittedModel(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  Result<PreparedEstimatorJob> prepared = PrepareEstimatorJob(job);
+  ASSERT_TRUE(prepared.ok());
+  const Metrics again = loaded->estimator->ModelMetrics(prepared->splits.test, Prediction{});
+  EXPECT_NEAR(MetricValue(again, "score"), MetricValue(o->test, "score"), 1e-9);
+  // The same job without the average rates G itself: another figure.
+  EstimatorJob plain_job = SmallJob();
+  plain_job.params["average"] = "0";
+  Result<EstimatorOutcome> plain = RunEstimatorJob(plain_job, nullptr, nullptr);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NE(MetricValue(plain->test, "score"), MetricValue(o->test, "score"));
+}
+
 TEST(GanEstimatorTest, BadParametersAndDataAreRefusedNamingTheKey) {
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"lr", "0"}, {"beta1", "1"}, {"width", "0"}, {"score_samples", "10"}, {"classifier", "a b"},
