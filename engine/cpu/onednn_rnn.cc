@@ -175,6 +175,21 @@ struct RnnWorkspaceLayout {
   static constexpr size_t kHeaderBytes = 64;  // int64 chunk count, then padding
 };
 
+// The cached forward primitive of a chunk of `rows` rows.
+Result<const OneDnnPrimitive*> ForwardPrimitive(OneDnnContext& dnn, const RnnParams& p, const Tensor& x,
+                                                const Tensor& w_hh, int64_t rows, bool training) {
+  const RnnGeometry g(p, x.shape(), w_hh.shape(), rows);
+  return dnn.GetOrCreate("RnnForward", g.Key(OneDnnOp::kRnnForward, training),
+                         [&] { return MakeForward(g, dnn.engine(), training); });
+}
+
+// The oneDNN workspace bytes of each chunk's forward primitive.
+std::vector<size_t> WorkspaceBytes(const std::vector<const OneDnnPrimitive*>& forwards) {
+  std::vector<size_t> out;
+  for (const OneDnnPrimitive* f : forwards) out.push_back(f->workspace.get_size());
+  return out;
+}
+
 // Runs body(c) for every chunk, side by side when there are several (each on one thread: nested regions are off,
 // so oneDNN runs a primitive on the calling thread). The first failure is returned.
 template <typename Body>
@@ -251,16 +266,11 @@ Status CpuBackend::RnnForward(const RnnParams& p, const Tensor& x, const Tensor&
   }
   const BatchChunks chunks = BatchChunks::For(g.n);
   std::vector<const OneDnnPrimitive*> prims;
-  std::vector<size_t> dnn_bytes;
   for (int64_t c = 0; c < chunks.count; ++c) {
-    const RnnGeometry gc(p, x.shape(), w_hh.shape(), chunks.Rows(c));
-    GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
-                           dnn_->GetOrCreate("RnnForward", gc.Key(OneDnnOp::kRnnForward, training),
-                                             [&] { return MakeForward(gc, dnn_->engine(), training); }));
+    GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim, ForwardPrimitive(*dnn_, p, x, w_hh, chunks.Rows(c), training));
     prims.push_back(prim);
-    dnn_bytes.push_back(prim->workspace.get_size());
   }
-  const RnnWorkspaceLayout layout(g, dnn_bytes);
+  const RnnWorkspaceLayout layout(g, WorkspaceBytes(prims));
   // oneDNN writes the sequence, the last h (and c) into the workspace tensor (scratch in inference); the caller's
   // output is copied out of it, and the backward reads it back from there.
   Tensor ws = Tensor::Empty(Shape{static_cast<int64_t>(layout.total)}, DType::kU8);
@@ -313,20 +323,17 @@ Status CpuBackend::RnnBackward(const RnnParams& p, const Tensor& x, const Tensor
   const int64_t count = *reinterpret_cast<const int64_t*>(base);
   if (count < 1 || count > g.n) return bad_workspace("its chunk count");
   const BatchChunks chunks(g.n, count);
-  std::vector<const OneDnnPrimitive*> prims;
-  std::vector<size_t> dnn_bytes;
+  std::vector<const OneDnnPrimitive*> prims, forwards;
   for (int64_t c = 0; c < chunks.count; ++c) {
     const RnnGeometry gc(p, x.shape(), w_hh.shape(), chunks.Rows(c));
     GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
                            dnn_->GetOrCreate("RnnBackward", gc.Key(OneDnnOp::kRnnBackward, true),
                                              [&] { return MakeBackward(gc, dnn_->engine()); }));
-    GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* fwd,
-                           dnn_->GetOrCreate("RnnForward", gc.Key(OneDnnOp::kRnnForward, true),
-                                             [&] { return MakeForward(gc, dnn_->engine(), true); }));
+    GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* fwd, ForwardPrimitive(*dnn_, p, x, w_hh, chunks.Rows(c), true));
     prims.push_back(prim);
-    dnn_bytes.push_back(fwd->workspace.get_size());
+    forwards.push_back(fwd);
   }
-  const RnnWorkspaceLayout layout(g, dnn_bytes);
+  const RnnWorkspaceLayout layout(g, WorkspaceBytes(forwards));
   if (workspace.nbytes() != layout.total) return bad_workspace(std::to_string(layout.total) + " bytes");
   // The gradient of the output that the caller did not receive is zero.
   const Tensor zero_last = Tensor::Zeros(Shape{g.n, g.h}, DType::kF32);

@@ -302,6 +302,14 @@ class RecordingObserver final : public FitObserver {
   std::vector<Artefact> files;
 };
 
+// The model written to a model file and read back.
+Result<FittedModel> SavedAndLoaded(const FittedModel& model) {
+  testing::ScratchDir dir;
+  const std::string path = (dir.path() / "model.gxm").string();
+  GEOMX_RETURN_IF_ERROR(SaveFittedModel(path, model));
+  return LoadFittedModel(path);
+}
+
 EstimatorJob SmallJob() {
   EstimatorJob job;
   job.algorithm = "gan";
@@ -347,10 +355,7 @@ TEST(GanEstimatorTest, FitWritesGridsAndScoresAndTheModelFileReproducesThem) {
   EXPECT_EQ(artefacts[0].contents, observer.files[1].contents);
 
   // The model file holds G, D, the classifier and the score's seed: eval gives the same figures.
-  testing::ScratchDir dir;
-  const std::string path = (dir.path() / "model.gxm").string();
-  ASSERT_TRUE(SaveFittedModel(path, o->model).ok());
-  Result<FittedModel> loaded = LoadFittedModel(path);
+  Result<FittedModel> loaded = SavedAndLoaded(o->model);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   Result<PreparedEstimatorJob> prepared = PrepareEstimatorJob(job);
   ASSERT_TRUE(prepared.ok());
@@ -413,10 +418,7 @@ TEST(GanEstimatorTest, TheAverageIsSavedAndRated) {
   job.params["average"] = "0.9";
   Result<EstimatorOutcome> o = RunEstimatorJob(job, nullptr, nullptr);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  testing::ScratchDir dir;
-  const std::string path = (dir.path() / "model.gxm").string();
-  ASSERT_TRUE(SaveFittedModel(path, o->model).ok());
-  Result<FittedModel> loaded = LoadFittedModel(path);
+  Result<FittedModel> loaded = SavedAndLoaded(o->model);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   Result<PreparedEstimatorJob> prepared = PrepareEstimatorJob(job);
   ASSERT_TRUE(prepared.ok());
