@@ -81,7 +81,9 @@ for t in $targets; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log" | tail -1)
   if [[ -n "$fork" ]]; then  # the parent's progress lines "#N: cov: ... exec/s R ..." count every child
     execs=$(sed -n 's/^#\([0-9][0-9]*\): cov:.*/\1/p' "$work/log" | tail -1)
-    rate=$(sed -n 's/^#[0-9][0-9]*: cov:.* exec\/s:* \([0-9][0-9]*\).*/\1/p' "$work/log" | tail -1)
+    # the average over the run: the lines' own exec/s is the last job's
+    secs=$(sed -n 's/^#[0-9][0-9]*: cov:.* time: \([0-9][0-9]*\)s.*/\1/p' "$work/log" | tail -1)
+    rate=$([[ -n "$execs" && -n "$secs" && "$secs" -gt 0 ]] && echo $((execs / secs)) || echo "")
   fi
   peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/log" | tail -1)
   found=$(ls "$work/artifacts" 2>/dev/null | head -5 | tr '\n' ' ')
