@@ -85,7 +85,7 @@ const std::vector<std::string>& PresetNames() {
 }
 
 const std::vector<std::string>& AcceleratorSuffixes() {
-  static const std::vector<std::string> names = {"bsc", "fp16", "mpq", "sign", "int8", "powersgd", "p3"};
+  static const std::vector<std::string> names = {"bsc", "fp16", "mpq", "sign", "int8", "powersgd", "p3", "dgt"};
   return names;
 }
 
@@ -169,7 +169,12 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
                  ";accelerators.links.global_to_local=" + (std::string(lan) == "mpq" ? "bsc" : lan) + "]");
     }
   }
-  c.sets = {"sync.mode=" + mode, "accelerators.compression=none", "accelerators.p3.enabled=false"};
+  if (accs.count("dgt") && (!traits.forwards_sums || compressions > 0)) {
+    return Bad(spec, "+dgt carries the dense gradient sums the local servers forward each round: use it with hips, "
+               "fsa or mixed and no compression of the local-to-global link");
+  }
+  c.sets = {"sync.mode=" + mode, "accelerators.compression=none", "accelerators.p3.enabled=false",
+            "accelerators.dgt.enabled=false"};
   for (const char* link : {"worker_to_local", "local_to_global", "global_to_local", "local_to_worker"}) {
     c.sets.push_back(std::string("accelerators.links.") + link + "=auto");
   }
@@ -246,6 +251,10 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
   if (accs.count("p3")) {
     c.sets.push_back("accelerators.p3.enabled=true");
     c.description += ", P3 priority slicing";
+  }
+  if (accs.count("dgt")) {
+    c.sets.push_back("accelerators.dgt.enabled=true");
+    c.description += ", DGT (unimportant blocks of the local servers' pushes as datagrams)";
   }
   for (const std::string& e : extra) {
     c.sets.push_back(e);

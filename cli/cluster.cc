@@ -47,6 +47,17 @@ Result<cluster::ClusterConfig> ClusterConfigOf(const Recipe& r) {
     c.split_bytes = std::min(c.split_bytes, a.p3_slice_elements * int64_t{4});
     c.worker_send = {.p3 = true, .max_in_flight_bytes = 8 * sizeof(float) * static_cast<uint64_t>(a.p3_slice_elements)};
   }
+  if (a.dgt) {
+    comm::DgtLinkOptions dgt;
+    dgt.plan.block_elements = static_cast<size_t>(a.dgt_block_bytes / 4);
+    dgt.plan.alpha = a.dgt_alpha;
+    dgt.plan.k0 = a.dgt_k;
+    dgt.plan.k_min = a.dgt_k_min;
+    dgt.plan.adaptive_k = a.dgt_adaptive;
+    dgt.plan.channels = static_cast<int>(a.dgt_channels);
+    dgt.deadline_s = a.dgt_deadline_s;
+    c.global_send.dgt = dgt;
+  }
   c.seed = r.seed;
   c.snapshot_every = r.topology.snapshot_every;
   return c;

@@ -143,6 +143,7 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
     return "tcp://" + NumericHost(host) + ":" + std::to_string(port);
   };
   env.node_bind = [](const std::string&, const std::string& host) { return "tcp://" + NumericHost(host) + ":0"; };
+  env.traffic = &traffic;
   env.out_dir = spec.out_dir;
   env.resume = spec.resume;
   if (!spec.out_dir.empty()) env.snapshot_dir = (std::filesystem::path(spec.out_dir) / "snapshots").string();

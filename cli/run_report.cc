@@ -82,6 +82,12 @@ std::string TrafficJson(const comm::TrafficSnapshot& t) {
       .Add("lan_bytes_received", t.lan_bytes_received)
       .Add("wan_messages", t.wan_messages)
       .Add("lan_messages", t.lan_messages);
+  // DGT's channels, those that carried anything: dgt_blocks_C, dgt_bytes_C, dgt_lost_C.
+  for (int c = 0; c < comm::kDgtChannels; ++c) {
+    if (t.dgt[c].blocks == 0) continue;
+    const std::string n = std::to_string(c);
+    j.Add("dgt_blocks_" + n, t.dgt[c].blocks).Add("dgt_bytes_" + n, t.dgt[c].bytes).Add("dgt_lost_" + n, t.dgt[c].lost);
+  }
   return j.str();
 }
 
@@ -106,6 +112,10 @@ comm::TrafficSnapshot ReadTrafficDir(const fs::path& dir) {
     t.lan_bytes_sent = get("lan_bytes_sent");
     t.lan_bytes_received = get("lan_bytes_received");
     t.lan_messages = get("lan_messages");
+    for (int c = 0; c < comm::kDgtChannels; ++c) {
+      const std::string n = std::to_string(c);
+      t.dgt[c] = {get(("dgt_blocks_" + n).c_str()), get(("dgt_bytes_" + n).c_str()), get(("dgt_lost_" + n).c_str())};
+    }
     total += t;
   }
   return total;

@@ -18,6 +18,31 @@ comm::LinkSchemes ResolveLinks(const AcceleratorsConfig& a) {
 
 namespace {
 
+// accelerators.dgt: on the dense pushes of the local servers' forwarded sums.
+void DgtRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vector<sync::RuleViolation>* out) {
+  const AcceleratorsConfig& a = recipe.accelerators;
+  if (!sync::TraitsOf(recipe.sync.mode).forwards_sums || recipe.has_algorithm) {
+    out->push_back({{"accelerators.dgt.enabled", "sync.mode", "algorithm"}, "accelerators.dgt.enabled",
+                    "DGT carries the gradient sums local servers forward each round: it needs sync.mode fsa or "
+                    "mixed with a neural model; the recipe has " +
+                        (recipe.has_algorithm ? std::string("an algorithm") : "sync.mode: " + recipe.sync.mode)});
+  }
+  if (links.local_to_global != comm::LinkScheme::kNone) {
+    out->push_back({{"accelerators.dgt.enabled", "accelerators.links.local_to_global", "accelerators.compression"},
+                    "accelerators.dgt.enabled",
+                    "DGT sends dense f32 blocks from the local servers: set accelerators.links.local_to_global to "
+                    "none (it is " + std::string(comm::LinkSchemeOf(links.local_to_global)->name) + ")"});
+  }
+  if (a.dgt_block_bytes % 4 != 0) {
+    out->push_back({{"accelerators.dgt.block_bytes"}, "accelerators.dgt.block_bytes",
+                    "a block holds whole floats: a multiple of 4 bytes, got " + std::to_string(a.dgt_block_bytes)});
+  }
+  if (a.dgt_k_min > a.dgt_k) {
+    out->push_back({{"accelerators.dgt.k_min", "accelerators.dgt.k"}, "accelerators.dgt.k_min",
+                    "k_min is the floor of k: at most accelerators.dgt.k (" + std::to_string(a.dgt_k) + ")"});
+  }
+}
+
 // The rules every mode shares, phrased with its traits.
 void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vector<sync::RuleViolation>* out) {
   const sync::SyncSettings& s = recipe.sync;
@@ -33,6 +58,9 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
                       "compression acts on the links between workers and servers: it needs a topology section"});
     }
     if (a.p3) out->push_back({{"accelerators.p3.enabled"}, "accelerators.p3.enabled", "P3 needs a topology section"});
+    if (a.dgt) {
+      out->push_back({{"accelerators.dgt.enabled"}, "accelerators.dgt.enabled", "DGT needs a topology section"});
+    }
     return;
   }
   if (recipe.topology.failure_policy == "continue" && (!traits.survives_lost_workers || recipe.has_algorithm)) {
@@ -80,6 +108,7 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
          "sync.mode: " + s.mode + " averages whole models inside a data centre, which stays dense f32: compress only "
          "the WAN links (accelerators.links.local_to_global / global_to_local), e.g. compression: bsc"});
   }
+  if (a.dgt) DgtRules(recipe, links, out);
   if (a.p3 && links.lan()) {
     out->push_back({{"accelerators.p3.enabled", "accelerators.compression"}, "accelerators.p3.enabled",
                     "P3 slices dense gradients between workers and local servers: compress only the WAN links "

@@ -35,6 +35,13 @@ Result<std::unique_ptr<KvLink>> KvLink::Create(KvWorker* kv, TierCodec codec, Se
   if (link->codec_.compressed) {
     GEOMX_ASSIGN_OR_RETURN(link->encoder_, LinkEncoder::Create(link->codec_.push));
   }
+  if (send.dgt) {
+    if (link->codec_.compressed) {
+      return Status::InvalidArgument("kv link: dgt sends dense blocks; this tier is compressed");
+    }
+    GEOMX_RETURN_IF_ERROR(ValidateDgtLinkOptions(*send.dgt));
+    link->dgt_ = std::make_unique<DgtSender>(kv, *send.dgt, send.counters);
+  }
   if (send.p3) {
     link->sender_ = std::make_unique<PrioritySender>(PrioritySenderOptions{send.max_in_flight_bytes});
   }
@@ -235,6 +242,18 @@ void KvLink::PushPullSlice(uint64_t wire_key, std::span<const float> values, int
                                            kv_->postoffice()->spec().name +
                                            "'s layout: build both layouts from the same keys and split_bytes"),
                 {});
+  }
+  if (dgt_ != nullptr) {
+    Result<DgtSender::Push> begun = dgt_->Begin(wire_key, values, round, num_merged);
+    if (!begun.ok()) return done(begun.status(), {});
+    auto push = std::make_shared<DgtSender::Push>(std::move(begun).value());
+    RawRequest req = push->request;
+    return Send(std::move(req), [this, push, done = std::move(done)](Status st, std::vector<Bytes> v) {
+      if (!st.ok()) return done(st, {});
+      Result<std::vector<float>> out = dgt_->Finish(*push, v);
+      if (!out.ok()) return done(out.status(), {});
+      done(Status::Ok(), std::move(out).value());
+    });
   }
   Result<Bytes> payload = EncodeSlice(wire_key, values);
   if (!payload.ok()) return done(payload.status(), {});

@@ -15,7 +15,8 @@
 // Send path: without P3 a call is one request per server (KvWorker groups the slices). With P3 every slice is
 // its own request, queued in a PrioritySender with priority -(key): lower keys (the first layers of a model)
 // go first, and a later-queued low key overtakes queued higher ones; at most max_in_flight_bytes are on the
-// network at once.
+// network at once. With DGT, a forwarded slice's unimportant blocks go as datagrams that a lossy link may drop
+// (dgt/dgt_link.h).
 //
 // Memory: values are copied (or encoded) before a call returns; `outs` must stay valid until the call's
 // completion (blocking calls: their return; PushPullAsync: every on_key call). Errors: those of KvWorker, plus
@@ -30,11 +31,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "comm/compression/link_plan.h"
+#include "comm/dgt/dgt_link.h"
 #include "comm/kv_worker.h"
 #include "engine/base/status.h"
 
@@ -46,6 +49,9 @@ class PrioritySender;
 struct SendPathOptions {
   bool p3 = false;                   // one request per slice, in priority order (lower key first)
   uint64_t max_in_flight_bytes = 0;  // P3: the window (0: unbounded)
+  // DGT (comm/dgt/dgt_link.h) for the slices forwarded with PushPullSlice, on a dense tier only.
+  std::optional<DgtLinkOptions> dgt;
+  TrafficCounters* counters = nullptr;  // DGT's per-channel counters also go here (borrowed; may be null)
 };
 
 class KvLink {
@@ -72,7 +78,8 @@ class KvLink {
   void PushPullAsync(std::span<const uint64_t> keys, std::span<const float* const> values,
                      std::span<float* const> outs, int64_t round, KeyDone on_key);
 
-  // One slice (forwarding between tiers): dense in, dense out. `done(status, values)` exactly once.
+  // One slice (forwarding between tiers): dense in, dense out. `done(status, values)` exactly once. With DGT its
+  // blocks travel as DgtSender sends them (its error feedback lives here, like the compressors').
   using SliceDone = std::function<void(Status, std::vector<float>)>;
   void PushPullSlice(uint64_t wire_key, std::span<const float> values, int64_t round, int num_merged,
                      SliceDone done);
@@ -90,6 +97,8 @@ class KvLink {
   const KeyLayout& layout() const { return kv_->layout(); }
   const TierCodec& codec() const { return codec_; }
   const SendPathOptions& send_path() const { return send_; }
+  // DGT's sender (null without DGT): its channel counters and adaptive k.
+  DgtSender* dgt() const { return dgt_.get(); }
 
  private:
   struct Call;
@@ -109,6 +118,7 @@ class KvLink {
   const TierCodec codec_;
   const SendPathOptions send_;
   std::unique_ptr<LinkEncoder> encoder_;  // null on a dense tier
+  std::unique_ptr<DgtSender> dgt_;        // null without DGT
 
   std::mutex mu_;
   std::condition_variable idle_;

@@ -104,6 +104,7 @@ void KvServer::Respond(const KvRequest& req, std::vector<Bytes> data, const Stat
     m.meta.status_code = static_cast<int32_t>(status.code());
     m.meta.body = status.message();
   } else if (!data.empty()) {
+    m.meta.body = req.reply_body;
     GEOMX_CHECK_EQ(data.size(), req.meta.keys.size()) << "KvServer::Respond: one frame per key";
     m.meta.keys = req.meta.keys;
     m.meta.lens.reserve(data.size());

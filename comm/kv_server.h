@@ -31,6 +31,9 @@ class KvServer;
 struct KvRequest {
   Meta meta;
   std::vector<Bytes> data;
+  // Never on the wire: a handler decorator's note to the requester (DGT: which blocks arrived), sent in Meta.body
+  // of a successful answer. Handlers that keep a request to answer later keep it with the request.
+  std::string reply_body;
 };
 
 // The policy of a server. Handle() runs on the Postoffice's receive thread and must not block on the network; it

@@ -1,6 +1,8 @@
 #include "comm/kv_worker.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <map>
@@ -53,6 +55,7 @@ struct KvWorker::Call : public RequestContext {
   std::map<int, std::vector<Target>> targets;
   std::vector<Bytes> values;  // raw answers
   std::string control_answer;  // QueryControl: the server's answer body
+  std::shared_ptr<std::string> reply_body;  // raw calls that asked for the answer's body
 };
 
 KvWorker::KvWorker(Postoffice* po, int app_id, KeyLayout layout)
@@ -173,7 +176,15 @@ int64_t KvWorker::StartCall(std::shared_ptr<Call> call, std::map<int, Message> m
   }
   const int64_t ts = customer_.NewRequest(std::move(expected), what + " round " + std::to_string(round),
                                           std::move(done), call);
-  const std::string body = num_merged != 1 ? EncodeFields({{kNumMergedField, std::to_string(num_merged)}}) : "";
+  std::map<std::string, std::string> fields;
+  if (num_merged != 1) fields[kNumMergedField] = std::to_string(num_merged);
+  const double loss = loss_.load();
+  if (call->command != Command::kPull && std::isfinite(loss)) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.9g", loss);
+    fields[kLossField] = text;
+  }
+  const std::string body = fields.empty() ? "" : EncodeFields(fields);
   for (auto& [server, m] : messages) {
     m.meta.command = call->command;
     m.meta.app_id = app_id_;
@@ -224,6 +235,7 @@ void KvWorker::OnMessage(Message&& msg) {
                                 std::to_string(t.length) + " floats");
       }
     }
+    if (call->reply_body) *call->reply_body = meta.body;
     for (size_t i = 0; i < targets.size(); ++i) {
       const auto& t = targets[i];
       if (call->raw) {
@@ -271,6 +283,7 @@ void KvWorker::SendRaw(RawRequest request, RawDone done) {
   call->command = request.command;
   call->codec = request.codec;
   call->raw = true;
+  call->reply_body = request.reply_body;
   call->values.resize(request.wire_keys.size());
   std::map<int, Message> messages;
   std::set<uint64_t> seen;

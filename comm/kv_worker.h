@@ -27,8 +27,10 @@
 // receive thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <span>
@@ -51,6 +53,9 @@ inline constexpr int64_t kInitRound = -1;
 // forwarding the sum of 3 workers' gradients sends 3), so that averaging at the top divides by the number of
 // workers, not of data centres. Carried in Meta.body as EncodeFields({{kNumMergedField, "3"}}); absent = 1.
 inline constexpr const char* kNumMergedField = "num_merged";
+// Body field of a push: the sender's latest training loss ("%.9g"), when it told its KvWorker (SetLoss). The
+// local servers' aggregators average it per round for DGT's adaptive k (handlers/aggregate_sink.h OnLoss).
+inline constexpr const char* kLossField = "loss";
 
 // A request at the wire level: explicit wire keys (KeyLayout::WireKey), one payload per wire key in `codec`
 // (row-sparse, concat, ... see handlers/reducer.h; "" = dense f32 with exactly the slice's length). A kPull of a
@@ -62,6 +67,8 @@ struct RawRequest {
   int num_merged = 1;                    // see kNumMergedField
   std::vector<uint64_t> wire_keys;       // each must be in the layout
   std::vector<Bytes> payloads;           // one per wire key for kPush/kPushPull; kPull: empty, or selections
+  // When set: receives Meta.body of the (last) successful answer (KvRequest::reply_body), before `done`.
+  std::shared_ptr<std::string> reply_body;
 };
 // Receives the request's status and, for kPull/kPushPull, one value per wire key (in wire_keys order).
 using RawDone = std::function<void(Status, std::vector<Bytes> values)>;
@@ -103,8 +110,12 @@ class KvWorker {
   // (KvServer::RespondControl); the server may defer the answer. Errors as Wait.
   Result<std::string> QueryControl(int server_rank, const std::string& body);
 
+  // Every push sent from now on carries `loss` (kLossField); a non-finite value stops that. Thread-safe.
+  void SetLoss(double loss) { loss_.store(loss); }
+
   const KeyLayout& layout() const { return layout_; }
   Postoffice* postoffice() const { return po_; }
+  int app_id() const { return app_id_; }
   // Live requests (for tests of bounded memory).
   size_t num_pending() const { return customer_.num_pending(); }
 
@@ -120,7 +131,8 @@ class KvWorker {
   Postoffice* const po_;
   const int app_id_;
   const KeyLayout layout_;
-  Customer customer_;  // each request's Call (where its responses go) is its RequestContext
+  Customer customer_;
+  std::atomic<double> loss_{std::numeric_limits<double>::quiet_NaN()};  // each request's Call (where its responses go) is its RequestContext
 };
 
 }  // namespace geomx::comm

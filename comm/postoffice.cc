@@ -517,7 +517,11 @@ void Postoffice::StopThreads() {
   if (receiver_.joinable()) receiver_.join();
 }
 
-Status Postoffice::Send(int node_id, Message msg) {
+Status Postoffice::Send(int node_id, Message msg) { return SendVia(node_id, std::move(msg), false); }
+
+Status Postoffice::SendDatagram(int node_id, Message msg) { return SendVia(node_id, std::move(msg), true); }
+
+Status Postoffice::SendVia(int node_id, Message msg, bool datagram) {
   if (!started_) return Status::FailedPrecondition("tier " + spec_.name + ": Send before Start");
   if (FindNode(node_id) == nullptr) {
     return Status::NotFound("tier " + spec_.name + ": no node " + std::to_string(node_id));
@@ -525,7 +529,7 @@ Status Postoffice::Send(int node_id, Message msg) {
   msg.meta.version = kProtocolVersion;
   msg.meta.sender = self_.id;
   msg.meta.recipient = node_id;
-  Result<size_t> sent = van_->Send(node_id, msg);
+  Result<size_t> sent = datagram ? van_->SendDatagram(node_id, msg) : van_->Send(node_id, msg);
   return sent.ok() ? Status::Ok() : sent.status();
 }
 

@@ -107,6 +107,8 @@ class Postoffice {
   // Sends `msg` to `node_id` (sender and version are filled in). kFailedPrecondition before Start; kNotFound for
   // an unknown node; the Van's error otherwise. Callable from any thread, including handlers.
   Status Send(int node_id, Message msg);
+  // As Send, as a datagram that may be lost (Van::SendDatagram).
+  Status SendDatagram(int node_id, Message msg);
 
   // Customer dispatch. Register before Start() or before the barrier that lets peers talk to you; messages for
   // an app with no handler are logged and dropped. Unregister waits for a running handler to return, so it must
@@ -159,6 +161,7 @@ class Postoffice {
   void DispatchData(Message&& msg);
   void SetFatal(const Status& status);
   Status SendToScheduler(Command cmd, int64_t ts, std::string body);
+  Status SendVia(int node_id, Message msg, bool datagram);
   // Waits on cv_ until `done()` (mu_ held), the tier failed, or `deadline`.
   template <typename Pred>
   bool WaitFor(std::unique_lock<std::mutex>& lock, Pred done, Clock::time_point deadline);

@@ -98,7 +98,11 @@ Status ShapedVan::Connect(int node_id, const std::string& endpoint, LinkClass li
   return Status::Ok();
 }
 
-Result<size_t> ShapedVan::Send(int node_id, const Message& msg) {
+Result<size_t> ShapedVan::Send(int node_id, const Message& msg) { return Accept(node_id, msg, false); }
+
+Result<size_t> ShapedVan::SendDatagram(int node_id, const Message& msg) { return Accept(node_id, msg, true); }
+
+Result<size_t> ShapedVan::Accept(int node_id, const Message& msg, bool datagram) {
   const size_t bytes = WireSize(msg);
   LinkClass link;
   {
@@ -113,28 +117,48 @@ Result<size_t> ShapedVan::Send(int node_id, const Message& msg) {
     const LinkOptions& options = peer.options;
     PeerAccounting& acc = peer.accounting;
     const double now = clock_->Now();
-    if (IsShaped(options) || !peer.queue.empty() || peer.delivering) {
+    if (IsShaped(options) || !peer.queue.empty() || !peer.datagram_queue.empty() || peer.delivering) {
       // Not shaped only when nothing of this peer is still queued: otherwise it would overtake (FIFO per peer).
-      double rate = options.bandwidth_bps;
-      const double loss_rate = LossLimitedRate(options);
-      if (loss_rate > 0 && (rate == 0 || loss_rate < rate)) rate = loss_rate;
-      const double transmit = rate > 0 ? static_cast<double>(bytes) * 8.0 / rate : 0.0;
-      acc.link_free_at = std::max(now, acc.link_free_at) + transmit + TailLossWait(bytes, &peer);
-      const double due = std::max(acc.link_free_at + options.latency_s, acc.last_due);
-      acc.last_due = due;
-      acc.transmit_seconds += transmit;
+      const double capacity = options.bandwidth_bps > 0 ? static_cast<double>(bytes) * 8.0 / options.bandwidth_bps
+                                                        : 0.0;
+      acc.capacity_free_at = std::max(now, acc.capacity_free_at) + capacity;
       acc.messages += 1;
       acc.bytes += bytes;
-      peer.queue.push_back(Pending{due, msg});
-      ++queued_;
       if (counters_ != nullptr) counters_->Add(link, Direction::kSent, bytes);
+      if (datagram) {
+        acc.datagrams += 1;
+        acc.transmit_seconds += capacity;
+        const double fragments = std::ceil(static_cast<double>(bytes) / static_cast<double>(kDatagramBytes));
+        std::uniform_real_distribution<double> uniform(0.0, 1.0);
+        if (options.loss > 0 && uniform(peer.draws) >= std::pow(1.0 - options.loss, fragments)) {
+          acc.datagrams_lost += 1;
+          return bytes;
+        }
+        const double due = std::max(acc.capacity_free_at + options.latency_s, peer.datagram_last_due);
+        peer.datagram_last_due = due;
+        peer.datagram_queue.push_back(Pending{due, msg});
+      } else {
+        double rate = options.bandwidth_bps;
+        const double loss_rate = LossLimitedRate(options);
+        if (loss_rate > 0 && (rate == 0 || loss_rate < rate)) rate = loss_rate;
+        const double transmit = rate > 0 ? static_cast<double>(bytes) * 8.0 / rate : 0.0;
+        const double start = std::max(now, acc.link_free_at);
+        acc.link_free_at = std::max(start + transmit + TailLossWait(bytes, &peer), acc.capacity_free_at);
+        const double due = std::max(acc.link_free_at + options.latency_s, acc.last_due);
+        acc.last_due = due;
+        acc.transmit_seconds += transmit;
+        peer.queue.push_back(Pending{due, msg});
+      }
+      ++queued_;
       cv_.notify_one();
       return bytes;
     }
     acc.link_free_at = std::max(now, acc.link_free_at);
+    acc.capacity_free_at = std::max(now, acc.capacity_free_at);
     acc.last_due = std::max(now, acc.last_due);
     acc.messages += 1;
     acc.bytes += bytes;
+    if (datagram) acc.datagrams += 1;
   }
   // Unshaped link: straight through, in the caller's thread.
   Result<size_t> sent = inner_->Send(node_id, msg);
@@ -148,23 +172,27 @@ void ShapedVan::SenderLoop() {
     // The earliest due queue head over all peers (a handful of peers: a scan beats keeping a heap in sync).
     int next_id = 0;
     Peer* next = nullptr;
+    std::deque<Pending>* next_queue = nullptr;
     for (auto& [id, peer] : peers_) {
-      if (!peer.queue.empty() && (next == nullptr || peer.queue.front().due < next->queue.front().due)) {
-        next_id = id;
-        next = &peer;
+      for (std::deque<Pending>* q : {&peer.queue, &peer.datagram_queue}) {
+        if (!q->empty() && (next_queue == nullptr || q->front().due < next_queue->front().due)) {
+          next_id = id;
+          next = &peer;
+          next_queue = q;
+        }
       }
     }
     if (next == nullptr) {
       cv_.wait(lock);
       continue;
     }
-    const double due = next->queue.front().due;
+    const double due = next_queue->front().due;
     if (clock_->Now() < due) {
       clock_->WaitUntil(lock, cv_, due);  // a Send may queue an earlier message meanwhile: rescan
       continue;
     }
-    Pending item = std::move(next->queue.front());
-    next->queue.pop_front();
+    Pending item = std::move(next_queue->front());
+    next_queue->pop_front();
     --queued_;
     next->delivering = true;
     lock.unlock();
@@ -204,8 +232,9 @@ void ShapedVan::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [id, peer] : peers_) {
-      queued_ -= peer.queue.size();
+      queued_ -= peer.queue.size() + peer.datagram_queue.size();
       peer.queue.clear();
+      peer.datagram_queue.clear();
     }
   }
   inner_->Stop();

@@ -17,6 +17,13 @@
 //         again after a retransmission timeout, RTT + 200 ms (Linux's minimum), doubled for every further loss of
 //         the same segment. The waits hold up the link: TCP delivers in order, later messages to the peer wait.
 //     Draws come from a generator seeded with ShapedVanOptions::seed and the peer's node id: runs repeat.
+//   * datagrams (SendDatagram): no retransmission and no congestion control. A datagram is lost with
+//     probability 1 - (1 - loss)^fragments (kDatagramBytes per fragment), otherwise delivered latency_s after
+//     its turn on the link. TCP messages and datagrams share the link's bandwidth: every message takes its
+//     bytes * 8 / bandwidth of the link's capacity in turn (capacity_free_at), and a TCP message also waits for
+//     its own flow (link_free_at: the loss-limited rate and the retransmission timeouts), so a TCP flow slowed by
+//     losses leaves the rest of the capacity to datagrams. Datagrams are delivered in order among themselves, not
+//     with the TCP messages.
 // A sender thread hands each message to the inner Van at its due time, in FIFO order per peer (due times to one
 // peer never decrease). A link with bandwidth 0, latency 0 and loss 0 is not shaped: Send passes the message
 // straight to the inner Van in the caller's thread (and still counts it).
@@ -82,7 +89,10 @@ struct PeerAccounting {
   double transmit_seconds = 0;      // sum of the messages' serialisation times (bytes * 8 / rate)
   uint64_t timeouts = 0;            // retransmission timeouts of tail losses (loss > 0)
   double timeout_seconds = 0;       // the time they held the link
-  double link_free_at = 0;          // when the emulated link finishes sending the last accepted message
+  double link_free_at = 0;          // when the emulated TCP flow finishes sending the last accepted message
+  double capacity_free_at = 0;      // when the link's capacity has carried every accepted message and datagram
+  uint64_t datagrams = 0;           // datagrams accepted (counted in messages and bytes too)
+  uint64_t datagrams_lost = 0;      // of which the loss draws dropped
   double last_due = 0;              // when the last accepted message is (or was) handed to the inner Van
 };
 
@@ -103,6 +113,8 @@ class ShapedVan : public Van {
   // Unshaped links: the inner Van's result. Shaped links: queues the message and returns its wire size at once;
   // kNotFound for a node never connected, kCancelled after Stop().
   Result<size_t> Send(int node_id, const Message& msg) override;
+  // As Send, on the link's unreliable channel (see the class comment); a lost datagram is counted as sent.
+  Result<size_t> SendDatagram(int node_id, const Message& msg) override;
   Status Recv(Message* msg, int timeout_ms) override;
   // Stops the sender thread (dropping messages not yet due), then the inner Van. Idempotent.
   void Stop() override;
@@ -126,11 +138,14 @@ class ShapedVan : public Van {
     std::mt19937_64 draws;      // loss draws, seeded by Connect
     PeerAccounting accounting;
     std::deque<Pending> queue;  // due times never decrease
+    std::deque<Pending> datagram_queue;  // datagrams; due times never decrease
+    double datagram_last_due = 0;
     bool delivering = false;    // the sender thread is handing this peer's queue head to the inner Van
   };
   LinkOptions LinkFor(LinkClass link, const std::string& peer_name) const;
   // The seconds of retransmission timeouts a message of `bytes` waits for on `peer`'s lossy link.
   double TailLossWait(size_t bytes, Peer* peer);
+  Result<size_t> Accept(int node_id, const Message& msg, bool datagram);
   void SenderLoop();
 
   std::unique_ptr<Van> inner_;

@@ -15,6 +15,9 @@
 
 namespace geomx::comm {
 
+// What one datagram carries on a 1500-byte MTU: 1500 - 20 (IPv4) - 8 (UDP) bytes.
+inline constexpr size_t kDatagramBytes = 1472;
+
 class Van {
  public:
   virtual ~Van() = default;
@@ -28,6 +31,11 @@ class Van {
   virtual Status Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) = 0;
   // Sends `msg` to `node_id` (connected before). Returns the bytes put on the wire (header + data).
   virtual Result<size_t> Send(int node_id, const Message& msg) = 0;
+  // Sends `msg` as a datagram: it may be lost on the way (never duplicated, never corrupted) and is not delivered
+  // in order with Send's messages. For DGT's low-priority blocks (comm/dgt/dgt_link.h): a message of at most one
+  // datagram's payload (kDatagramBytes). A Van without an unreliable channel (ZmqVan, LoopbackVan) delivers it
+  // reliably, as Send does; ShapedVan emulates the loss of a lossy link. Returns the bytes put on the wire.
+  virtual Result<size_t> SendDatagram(int node_id, const Message& msg) { return Send(node_id, msg); }
   // Waits up to `timeout_ms` (-1: forever) for the next message. kDeadlineExceeded on timeout; kDataLoss for a
   // malformed or wrong-version message (the caller logs it and keeps receiving); kCancelled after Stop().
   virtual Status Recv(Message* msg, int timeout_ms) = 0;

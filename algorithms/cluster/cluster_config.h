@@ -23,6 +23,8 @@ struct ClusterConfig {
   sync::OptimizerPlacement optimizer_where = sync::OptimizerPlacement::kGlobalServer;
   comm::LinkPlan links;                 // compression of each tier (comm/compression/link_plan.h)
   comm::SendPathOptions worker_send;    // send-path accelerators of the workers' links (P3)
+  comm::SendPathOptions global_send;    // of the local servers' links to the global tier (DGT; the global
+                                        // servers then put a comm::DgtHandler in front of their policy)
   int64_t split_bytes = 4 << 20;        // slices of every tier's layout (MultiGPS; smaller with P3)
   uint64_t seed = 42;
   // Global servers snapshot their state every this many rounds (snapshots.h); 0 = never. Needs a mode with
@@ -40,6 +42,8 @@ struct RoleEnv {
   // The address a node binds its receiving socket to (any free port on `host`, or an inproc name).
   std::function<std::string(const std::string& node, const std::string& host)> node_bind;
   sync::SyncObserver* observer = nullptr;
+  // This process's traffic counters (DGT adds its per-channel figures there); may be null.
+  comm::TrafficCounters* traffic = nullptr;
   // Called by a server role with its sync policy after the job ended, before the policy is destroyed (tests
   // read the policy's counters; a monitor could save its state). May be empty.
   std::function<void(const std::string& node, sync::ServerPolicy& policy)> on_server_done;

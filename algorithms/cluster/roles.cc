@@ -8,6 +8,7 @@
 #include "algorithms/cluster/tiers.h"
 #include "algorithms/ps/aux_servers.h"
 #include "comm/codec.h"
+#include "comm/dgt/dgt_link.h"
 #include "comm/handlers/payloads.h"
 #include "comm/kv_link.h"
 #include "comm/kv_server.h"
@@ -43,6 +44,7 @@ struct ServerJob {
   std::unique_ptr<sync::ServerPolicy> policy;
   std::unique_ptr<comm::ServerHandler> aux;
   std::unique_ptr<ps::KeyRouter> router;
+  std::unique_ptr<comm::DgtHandler> dgt;  // global servers with DGT: in front of the rest; destroyed first
 
   // The handler of the whole job: the policy alone when every key is a parameter (no routing on the hot path).
   comm::ServerHandler* handler() {
@@ -117,7 +119,9 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
   GEOMX_ASSIGN_OR_RETURN(KeyLayout global_layout, LayoutOf(c, job, c.topology.global_servers));
   GEOMX_ASSIGN_OR_RETURN(KeyLayout local_layout, LayoutOf(c, job, dc.servers));
   auto upper = std::make_unique<comm::KvWorker>(&global_po, kAppId, global_layout);
-  GEOMX_ASSIGN_OR_RETURN(auto upper_link, comm::KvLink::Create(upper.get(), c.links.global));
+  comm::SendPathOptions upward = c.global_send;
+  upward.counters = env.traffic;
+  GEOMX_ASSIGN_OR_RETURN(auto upper_link, comm::KvLink::Create(upper.get(), c.links.global, upward));
   GEOMX_ASSIGN_OR_RETURN(auto upper_aux, comm::KvLink::Create(upper.get(), comm::TierCodec{}));
 
   // Downward: the server of its data centre's tier.
@@ -237,7 +241,9 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
     }
     if (!served.policy && !served.aux) return Status::InvalidArgument("the job has no keys");
     GEOMX_LOG(kInfo) << name << ": job of " << job.schema.keys().size() << " keys, sync.mode " << c.sync.mode;
-    return served.handler();
+    if (!c.global_send.dgt) return served.handler();
+    served.dgt = std::make_unique<comm::DgtHandler>(served.handler(), served.layout, *c.global_send.dgt);
+    return served.dgt.get();
   });
   // topology.failure_policy: continue: a lost data centre's pushes are no longer waited for. Cleared before
   // `served` goes (the Postoffice outlives it).

@@ -23,6 +23,7 @@ Status RunTrainingWorker(const TrainingWorkerArgs& a) {
   wargs.model = a.model;
   wargs.state_server = session->StateServer();
   wargs.observer = a.env->observer;
+  wargs.send_loss = c.global_send.dgt.has_value() && c.global_send.dgt->plan.adaptive_k;
   GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<sync::WorkerSync> update, mode->MakeWorker(wargs));
   // A resumed job starts at the master's start round, a restarted worker at the round its servers agreed on:
   // the data position and the schedule continue from there.

@@ -140,7 +140,9 @@ class FsaLocalServer final : public ServerPolicy {
 class FsaWorker final : public WorkerSync {
  public:
   FsaWorker(const WorkerArgs& args)
-      : exchange_(args.link, args.model),
+      : link_(args.link),
+        send_loss_(args.send_loss),
+        exchange_(args.link, args.model),
         server_update_(args.job->optimizer_where == OptimizerPlacement::kGlobalServer),
         local_optimizer_(args.optimizer) {}
 
@@ -166,8 +168,14 @@ class FsaWorker final : public WorkerSync {
   }
 
   Status Flush() override { return exchange_.Flush(); }
+  // Goes with the next push to the local server (DGT's adaptive k at the local server's upward link).
+  void SetLoss(double loss) override {
+    if (send_loss_) link_->kv()->SetLoss(loss);
+  }
 
  private:
+  comm::KvLink* const link_;
+  const bool send_loss_;
   ParamExchange exchange_;
   const bool server_update_;
   nn::Optimizer* local_optimizer_;
@@ -199,7 +207,7 @@ GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = kName,
     .help = "fully synchronous on both tiers: every worker in every round (HiPS)",
     .traits = {.needs_topology = false, .steps_on_gradients = true, .survives_lost_workers = true,
-               .snapshots = true},
+               .snapshots = true, .forwards_sums = true},
     .create = [](const SyncSettings&) -> Result<std::unique_ptr<SyncMode>> { return std::unique_ptr<SyncMode>(new Fsa()); },
     .rules = FsaRules}));
 

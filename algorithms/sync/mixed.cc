@@ -169,7 +169,7 @@ void MixedRules(const SyncRuleInput& in, std::vector<RuleViolation>* out) {
 GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = kName,
     .help = "synchronous inside a data centre, asynchronous between them (+ DC-ASGD, staleness bound)",
-    .traits = {.steps_on_gradients = true, .update_per_datacentre = true},
+    .traits = {.steps_on_gradients = true, .update_per_datacentre = true, .forwards_sums = true},
     .create = CreateMixed,
     .rules = MixedRules}));
 

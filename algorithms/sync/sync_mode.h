@@ -116,6 +116,9 @@ struct WorkerArgs {
   nn::Module* model = nullptr;             // the model (P3's layer-by-layer writes use its forward hooks)
   StateServerAccess state_server;          // esync
   SyncObserver* observer = nullptr;
+  // Send each step's training loss with the push (ParameterUpdate::SetLoss): the local servers' DGT adapts its k
+  // to it (accelerators.dgt.adaptive). Off otherwise, so pushes carry nothing extra.
+  bool send_loss = false;
 };
 
 struct StateServerArgs {
@@ -173,6 +176,9 @@ struct SyncModeTraits {
   // optimizer.where: global-server): servers can snapshot it (ServerArgs::round_done, ServerPolicy::Restore)
   // and a job can resume from the snapshots (fsa).
   bool snapshots = false;
+  // The local servers forward each round's gradient sum upward slice by slice (comm::ForwardSink, KvLink::
+  // PushPullSlice): DGT can carry it (fsa, mixed).
+  bool forwards_sums = false;
 };
 
 // What a mode's recipe rules see (cli/ fills it from the recipe, sync_rules.cc).

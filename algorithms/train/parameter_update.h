@@ -19,6 +19,9 @@ class ParameterUpdate {
   // Called after backward of iteration `round` (0-based, global across epochs). Errors (a peer that does not
   // answer) stop training.
   virtual Status Apply(const std::vector<nn::Parameter*>& params, int64_t round) = 0;
+  // The training loss of the step about to be Applied (the trainer calls it just before Apply). A sync worker
+  // passes it to its servers with the push (DGT's adaptive k, comm/dgt/dgt_link.h); others ignore it.
+  virtual void SetLoss(double loss) { (void)loss; }
   // True when the strategy has taken part in every synchronisation round of the job (ESync: rounds, not local
   // iterations, end a run); the Trainer then stops as completed. Checked after every Apply.
   virtual bool Finished() const { return false; }

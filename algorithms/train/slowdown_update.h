@@ -24,6 +24,7 @@ class SlowdownUpdate final : public ParameterUpdate {
     started_ = true;
     return s;
   }
+  void SetLoss(double loss) override { inner_->SetLoss(loss); }
   bool Finished() const override { return inner_->Finished(); }
   Status Flush() override { return inner_->Flush(); }
 

@@ -192,9 +192,10 @@ Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const st
   autograd::Variable loss = autograd::SoftmaxCrossEntropy(logits, y);
   loss.Backward();
   if (clip_norm > 0.0f) ClipGradNorm(params, clip_norm);
-  GEOMX_RETURN_IF_ERROR(update.Apply(params, round));
   StepStats r;
   r.loss = loss.data().item();
+  update.SetLoss(r.loss);
+  GEOMX_RETURN_IF_ERROR(update.Apply(params, round));
   r.correct = CountCorrect(logits.data(), y);
   r.examples = y.numel();
   return r;

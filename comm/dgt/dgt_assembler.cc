@@ -1,6 +1,7 @@
 #include "comm/dgt/dgt_assembler.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace geomx::comm {
@@ -22,11 +23,19 @@ Status DgtAssembler::Add(int sender, uint64_t key, int64_t round, size_t block, 
   }
   auto closed = closed_through_.find(sk);
   if (closed != closed_through_.end() && round <= closed->second) {  // late: into the next round
+    ++late_blocks_;
+    if (!carry_late_) return Status::Ok();
     std::vector<float>& c = carry_[sk];
     c.resize(elements, 0.0f);
     for (size_t i = 0; i < values.size(); ++i) c[begin + i] += values[i];
-    ++late_blocks_;
     return Status::Ok();
+  }
+  // The open round of (sender, key), if any: the first entry of open_ at or after (sender, key, lowest round).
+  auto open = open_.lower_bound(Id{sender, key, INT64_MIN});
+  if (open != open_.end() && std::get<0>(open->first) == sender && std::get<1>(open->first) == key &&
+      std::get<2>(open->first) != round) {
+    return Status::OutOfRange("dgt: block of round " + std::to_string(round) + " of key " + std::to_string(key) +
+                              " while round " + std::to_string(std::get<2>(open->first)) + " is open");
   }
   Open& o = open_[Id{sender, key, round}];
   if (o.present.empty()) {
@@ -41,14 +50,21 @@ Status DgtAssembler::Add(int sender, uint64_t key, int64_t round, size_t block, 
   return Status::Ok();
 }
 
+std::optional<double> DgtAssembler::DeadlineOf(int sender, uint64_t key, int64_t round) const {
+  auto it = open_.find(Id{sender, key, round});
+  if (it == open_.end() || it->second.end_marker_at < 0) return std::nullopt;
+  return it->second.end_marker_at + deadline_s_;
+}
+
 std::optional<std::vector<float>> DgtAssembler::TakeIfReady(int sender, uint64_t key, int64_t round,
-                                                            double now_s) {
+                                                            double now_s, std::vector<bool>* delivered) {
   auto it = open_.find(Id{sender, key, round});
   if (it == open_.end()) return std::nullopt;
   Open& o = it->second;
   const bool complete = o.received == o.present.size();
   if (!complete && !(o.end_marker_at >= 0 && now_s - o.end_marker_at >= deadline_s_)) return std::nullopt;
   missing_blocks_ += o.present.size() - o.received;
+  if (delivered != nullptr) *delivered = o.present;
   std::vector<float> out = std::move(o.values);
   const auto sk = std::make_pair(sender, key);
   if (auto c = carry_.find(sk); c != carry_.end()) {

@@ -32,6 +32,13 @@ class AggregateSink {
   virtual ~AggregateSink() = default;
   virtual void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors,
                           AggregateDone done) = 0;
+  // The mean training loss the senders of `round` reported with their pushes (kv_worker.h kLossField), once per
+  // round, before the round's first OnComplete; rounds whose pushes carried none are skipped. ForwardSink gives
+  // it to DGT's adaptive k. Any thread; must not block.
+  virtual void OnLoss(int64_t round, double mean_loss) {
+    (void)round;
+    (void)mean_loss;
+  }
   // Returns true when it will call `done` with the key's initial value (or an error).
   virtual bool FetchInitial(uint64_t wire_key, AggregateDone done) {
     (void)wire_key;

@@ -54,6 +54,10 @@ void ForwardSink::OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, 
   upper_->SendRaw(std::move(req), OneValue(wire_key, std::move(done)));
 }
 
+void ForwardSink::OnLoss(int64_t /*round*/, double mean_loss) {
+  if (upper_->dgt() != nullptr) upper_->dgt()->SetLoss(mean_loss);
+}
+
 bool ForwardSink::FetchInitial(uint64_t wire_key, AggregateDone done) {
   if (codec_.empty()) {
     upper_->PullSlice(wire_key, kInitRound, Dense(wire_key, std::move(done)));

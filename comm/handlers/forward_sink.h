@@ -34,6 +34,8 @@ class ForwardSink : public AggregateSink {
   void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors,
                   AggregateDone done) override;
   bool FetchInitial(uint64_t wire_key, AggregateDone done) override;
+  // The round's mean training loss goes to the upward link's DGT sender (its adaptive k), if it has one.
+  void OnLoss(int64_t round, double mean_loss) override;
 
  private:
   KvLink* const upper_;

@@ -1,6 +1,7 @@
 #include "comm/handlers/request_checks.h"
 
 #include <charconv>
+#include <cmath>
 #include <map>
 
 #include "comm/codec.h"
@@ -25,6 +26,21 @@ Result<int> ParseNumMerged(const std::string& body) {
     return Status::InvalidArgument("num_merged '" + it->second + "' is not a positive integer");
   }
   return n;
+}
+
+Result<std::optional<double>> ParseLoss(const std::string& body) {
+  if (body.empty()) return std::optional<double>();
+  std::map<std::string, std::string> fields;
+  GEOMX_RETURN_IF_ERROR(DecodeFields(body, &fields));
+  auto it = fields.find(kLossField);
+  if (it == fields.end()) return std::optional<double>();
+  double loss = 0;
+  const char* end = it->second.data() + it->second.size();
+  auto [p, ec] = std::from_chars(it->second.data(), end, loss);
+  if (ec != std::errc() || p != end || !std::isfinite(loss)) {
+    return Status::InvalidArgument("loss '" + it->second + "' is not a finite number");
+  }
+  return std::optional<double>(loss);
 }
 
 bool AnswerUndispatchable(const KvRequest& req, KvServer& server,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "comm/key_layout.h"
@@ -18,6 +19,10 @@ std::string KeyText(uint64_t wire_key);
 
 // The number of worker contributions merged into one push (Meta.body field kNumMergedField; absent = 1).
 Result<int> ParseNumMerged(const std::string& body);
+
+// The sender's training loss (Meta.body field kLossField), or nullopt when absent; kInvalidArgument when it is
+// not a finite number.
+Result<std::optional<double>> ParseLoss(const std::string& body);
 
 // Answers the requests a handler need not dispatch: a kControl request (passed to `on_control`, kUnimplemented when
 // unset), a codec other than the handler's `codec` (the one of its `reducer`), and a round below kInitRound.

@@ -98,6 +98,8 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
   const std::string at = ", round " + std::to_string(meta.round);
   Result<int> merged = ParseNumMerged(meta.body);
   if (!merged.ok()) return server.Respond(req, {}, merged.status());
+  Result<std::optional<double>> loss = ParseLoss(meta.body);
+  if (!loss.ok()) return server.Respond(req, {}, loss.status());
 
   std::vector<uint64_t> complete;
   std::shared_ptr<Pending> pending;
@@ -161,6 +163,7 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
       error = reducer->Validate(req.data[i]).WithContext(KeyText(wk) + at + " from " + who);
     }
     if (error.ok()) {
+      if (loss->has_value() && meta.round > losses_reported_through_) losses_[meta.round][meta.sender] = **loss;
       pending = NewPending(req, server);
       for (size_t i = 0; i < meta.keys.size(); ++i) {
         const uint64_t wk = meta.keys[i];
@@ -313,12 +316,22 @@ Result<int64_t> SyncAggregator::DecodeJoinRound(const std::string& body) {
 void SyncAggregator::CompleteRound(uint64_t wire_key, int64_t round) {
   Result<Bytes> aggregate = Status::Internal("unset");
   int contributors = 0;
+  std::optional<double> mean_loss;
   {
     std::lock_guard<std::mutex> lock(mu_);
     RoundState& rs = keys_[wire_key].rounds[round];
     aggregate = rs.reducer->Finish();
     contributors = rs.contributors;
+    auto losses = losses_.find(round);
+    if (round > losses_reported_through_ && losses != losses_.end()) {
+      double sum = 0;
+      for (const auto& [sender, l] : losses->second) sum += l;
+      mean_loss = sum / static_cast<double>(losses->second.size());
+      losses_reported_through_ = round;
+      losses_.erase(losses_.begin(), losses_.upper_bound(round));
+    }
   }
+  if (mean_loss) sink_->OnLoss(round, *mean_loss);
   if (!aggregate.ok()) return OnRoundDone(wire_key, round, aggregate.status(), Bytes());
   sink_->OnComplete(wire_key, round, std::move(*aggregate), contributors, [this, wire_key, round](Status s, Bytes v) {
     if (s.ok()) {

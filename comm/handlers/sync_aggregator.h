@@ -148,6 +148,10 @@ class SyncAggregator : public ServerHandler {
   // that at its proposal and adds the rounds before its commit).
   std::map<int, std::vector<std::pair<int64_t, int64_t>>> absent_;
   std::map<int, int64_t> proposed_;    // GUARDED_BY(mu_): ProposeJoin's round, until CommitJoin
+  // GUARDED_BY(mu_): the training losses the pushes of each round reported, per sender, until the round's first
+  // key completes and their mean goes to the sink (AggregateSink::OnLoss).
+  std::map<int64_t, std::map<int, double>> losses_;
+  int64_t losses_reported_through_ = -1;  // kInitRound: no round reported yet
 };
 
 }  // namespace geomx::comm

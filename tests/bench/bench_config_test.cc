@@ -184,6 +184,35 @@ TEST(BenchConfig, EveryPresetAndAcceleratorPassesTheRecipeRules) {
   EXPECT_EQ(resolved, 6 * 8 - 6);  // flat-ps, hips, diloco, esync, hfa, mixed
 }
 
+// +dgt: the gradient modes (their local servers forward dense sums) take it, and the recipe rules accept what it
+// resolves to; model-averaging modes and a compressed push are refused by the preset layer, naming +dgt.
+TEST(BenchConfig, DgtGoesWithTheGradientModesOnly) {
+  const std::string path = (testing::SourceDir() / "recipes" / "bench_geo2x2.yaml").string();
+  auto base = cli::LoadRecipe(path);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  for (const std::string& preset : PresetNames()) {
+    if (preset == "ddp") continue;
+    const bool gradients = preset == "flat-ps" || preset == "hips" || preset == "mixed";
+    for (const char* accs : {"+dgt", "+dgt+p3", "+dgt+bsc"}) {
+      const std::string spec = preset + accs;
+      auto c = ResolveConfig(spec, *base);
+      if (!gradients || std::string(accs) == "+dgt+bsc") {
+        ASSERT_FALSE(c.ok()) << spec;
+        EXPECT_NE(c.status().message().find("+dgt"), std::string::npos) << c.status().message();
+        continue;
+      }
+      ASSERT_TRUE(c.ok()) << spec << ": " << c.status().ToString();
+      EXPECT_TRUE(Has(*c, "accelerators.dgt.enabled=true")) << spec;
+      auto r = cli::LoadRecipe(path, c->sets);
+      EXPECT_TRUE(r.ok()) << spec << ": " << r.status().message();
+      EXPECT_TRUE(r->accelerators.dgt) << spec;
+    }
+  }
+  auto plain = ResolveConfig("hips", *base);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(Has(*plain, "accelerators.dgt.enabled=false"));  // the clean slate
+}
+
 // mixed's global server owns the weights (the optimizer steps there), so its sparse presets keep the optimizer
 // there and send the weights down dense; diloco's outer momentum needs the exact deltas, so they go up in FP16 and
 // the answers are sparsified.

@@ -145,6 +145,22 @@ TEST(CliTest, TrainWithGradientClippingCompletesAndRejectsANegativeThreshold) {
   EXPECT_NE(bad.output.find("optimizer.clip_norm"), std::string::npos) << bad.output;
 }
 
+// Bad DGT settings stop `geomx train` before anything starts: exit 2, naming the key.
+TEST(CliTest, BadDgtSettingsExitTwoNamingTheKey) {
+  ScratchDir dir;
+  const std::string recipe = std::string(GEOMX_SOURCE_DIR) + "/recipes/geo2x2.yaml";
+  for (const auto& [sets, key] : std::vector<std::pair<std::string, std::string>>{
+           {"--set accelerators.dgt.k=2", "accelerators.dgt.k"},
+           {"--set accelerators.dgt.enabled=true --set accelerators.dgt.block_bytes=1002", "accelerators.dgt.block_bytes"},
+           {"--set accelerators.dgt.enabled=true --set sync.mode=diloco", "accelerators.dgt.enabled"}}) {
+    auto r = RunGeomx("train " + recipe + " --dry-run " + sets, dir.path());
+    EXPECT_EQ(r.exit_code, 2) << sets << "\n" << r.output;
+    EXPECT_NE(r.output.find(key), std::string::npos) << sets << "\n" << r.output;
+  }
+  auto ok = RunGeomx("train " + recipe + " --dry-run --set accelerators.dgt.enabled=true", dir.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
 TEST(CliTest, ResumeContinuesToTheSameResultAsOneRun) {
   ScratchDir dir;
   WriteFile(dir / "r.yaml", kSmokeRecipe);

@@ -107,6 +107,7 @@ accelerators:
   size_lower_bound: 500
   links: {worker_to_local: none, local_to_global: fp16, global_to_local: mpq, local_to_worker: none}
   p3: {slice_elements: 1000}
+  dgt: {block_bytes: 1000, k: 0.5, k_min: 0.1, adaptive: false, alpha: 0.5, channels: 2, deadline: 50ms}
 topology:
   central:
     host: 10.0.0.1
@@ -276,8 +277,35 @@ bool NotInFullRecipe(std::string_view path) {
   // topology.failure_policy: continue and topology.snapshot_every need sync.mode fsa
   // (RecipeTest.FailurePolicyContinueNeedsFsa, RecipeTest.SnapshotsNeedFsaWithTheOptimizerAtTheServers).
   return path == "sync.max_staleness" || path.substr(0, 12) == "sync.dcasgd." || path == "accelerators.p3.enabled" ||
+         path == "accelerators.dgt.enabled" ||
          path == "algorithm.name" || path == "topology.failure_policy" || path == "topology.snapshot_every" ||
          path == "topology.max_restarts" || path == "topology.worker_restarts";
+}
+
+// accelerators.dgt: its values and where it applies; every refusal names the key.
+TEST(RecipeTest, DgtKeysAndTheirRules) {
+  const std::string base = std::string(kTopologyBase) + "accelerators:\n  dgt: {enabled: true";
+  Recipe ok = MustParse(base + ", k: 0.5, k_min: 0.25, channels: 2, deadline: 5ms}\n");
+  EXPECT_TRUE(ok.accelerators.dgt);
+  EXPECT_FLOAT_EQ(ok.accelerators.dgt_k, 0.5f);
+  EXPECT_DOUBLE_EQ(ok.accelerators.dgt_deadline_s, 0.005);
+  MustParse(std::string(kTopologyBase) + "sync: {mode: mixed}\naccelerators:\n  dgt: {enabled: true}\n");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {base + ", k: 1.5}\n", "accelerators.dgt.k"},
+      {base + ", k: 0.3, k_min: 0.5}\n", "accelerators.dgt.k_min"},
+      {base + ", block_bytes: 1001}\n", "accelerators.dgt.block_bytes"},
+      {base + ", block_bytes: 1404}\n", "accelerators.dgt.block_bytes"},
+      {base + ", channels: 8}\n", "accelerators.dgt.channels"},
+      {base + ", deadline: 2min}\n", "accelerators.dgt.deadline"},
+      {base + "}\nsync: {mode: hfa}\n", "accelerators.dgt.enabled"},
+      {base + "}\n  compression: bsc\n", "accelerators.dgt.enabled"},
+      {"accelerators: {dgt: {enabled: true}}\n", "accelerators.dgt.enabled"},
+  };
+  for (const auto& [text, key] : bad) {
+    Result<Recipe> r = ParseRecipe(text, "r.yaml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(key), std::string::npos) << text << "\n" << r.status().ToString();
+  }
 }
 
 TEST(RecipeTest, SnapshotsNeedFsaWithTheOptimizerAtTheServers) {

@@ -70,5 +70,30 @@ TEST_F(TopologySummaryTest, NoWorkerSummaryGivesAMinimalOne) {
             expected);
 }
 
+// Each process writes its traffic file; the run's figures are their sums. DGT's channels appear only when they
+// carried blocks (here channels 0 and 2), and add up across the processes' files.
+TEST_F(TopologySummaryTest, DgtChannelsAreWrittenAndSummedOverTheProcesses) {
+  comm::TrafficSnapshot a, b;
+  a.wan_bytes_sent = 100;
+  a.dgt[0] = {10, 1000, 0};
+  a.dgt[2] = {5, 700, 2};
+  b.wan_bytes_sent = 50;
+  b.dgt[2] = {1, 140, 1};
+  EXPECT_NE(TrafficJson(a).find("\"dgt_blocks_2\": 5, \"dgt_bytes_2\": 700, \"dgt_lost_2\": 2"), std::string::npos)
+      << TrafficJson(a);
+  EXPECT_EQ(TrafficJson(a).find("dgt_blocks_1"), std::string::npos);
+  EXPECT_EQ(TrafficJson(comm::TrafficSnapshot{}).find("dgt"), std::string::npos);
+  const std::filesystem::path dir = dir_.path() / "traffic";
+  ASSERT_TRUE(WriteTrafficFile(dir / "a.json", a).ok());
+  ASSERT_TRUE(WriteTrafficFile(dir / "b.json", b).ok());
+  const comm::TrafficSnapshot sum = ReadTrafficDir(dir);
+  EXPECT_EQ(sum.wan_bytes_sent, 150u);
+  EXPECT_EQ(sum.dgt[0].blocks, 10u);
+  EXPECT_EQ(sum.dgt[2].blocks, 6u);
+  EXPECT_EQ(sum.dgt[2].bytes, 840u);
+  EXPECT_EQ(sum.dgt[2].lost, 3u);
+  EXPECT_EQ(sum.dgt[1].blocks, 0u);
+}
+
 }  // namespace
 }  // namespace geomx::cli

@@ -16,7 +16,9 @@
 
 #include "comm/compression/compressor.h"
 #include "comm/handlers/aggregate_sink.h"
+#include "comm/handlers/request_checks.h"
 #include "comm/handlers/sync_aggregator.h"
+#include "comm/codec.h"
 #include "comm/kv_server.h"
 #include "ps_test_util.h"
 
@@ -121,6 +123,39 @@ TEST_P(KvLinkTest, Fp16LinkDecodesAndEncodesAtTheEnds) {
   }
   std::sort(seen_sizes.begin(), seen_sizes.end());
   EXPECT_EQ(seen_sizes, (std::vector<size_t>{2, 2, 3, 3}));  // key 0 in 3 nearly equal slices, key 1 whole
+}
+
+// Each worker's KvWorker::SetLoss travels with its pushes; the aggregator gives the sink the round's mean once,
+// before the round's first completion. A loss that is not a number is refused.
+TEST_P(KvLinkTest, TheRoundsMeanLossReachesTheSinkOnce) {
+  struct LossSink : StoreSink {
+    void OnLoss(int64_t round, double mean) override {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.emplace_back(round, mean);
+    }
+    std::mutex mu;
+    std::vector<std::pair<int64_t, double>> seen;
+  } sink;
+  auto agg = SyncAggregator::Create(KeyLayout::Build(Keys(), 1, 12).value(), {.expected_senders = 2}, &sink).value();
+  Start(agg.get(), TierCodec{});
+  kvs_[0]->SetLoss(2.0);
+  kvs_[1]->SetLoss(4.5);
+  PushPullBoth(TwoWorkersValues());  // 4 wire keys complete in round 0
+  std::lock_guard<std::mutex> lock(sink.mu);
+  ASSERT_EQ(sink.seen.size(), 1u);
+  EXPECT_EQ(sink.seen[0].first, 0);
+  EXPECT_DOUBLE_EQ(sink.seen[0].second, 3.25);
+}
+
+TEST(RequestChecksTest, ParseLossReadsTheFieldAndRefusesWhatIsNotAFiniteNumber) {
+  EXPECT_FALSE(ParseLoss("").value().has_value());
+  EXPECT_FALSE(ParseLoss(EncodeFields({{kNumMergedField, "3"}})).value().has_value());
+  EXPECT_DOUBLE_EQ(*ParseLoss(EncodeFields({{kLossField, "0.125"}})).value(), 0.125);
+  for (const char* bad : {"nan", "inf", "1.5x", "", "abc"}) {
+    Result<std::optional<double>> r = ParseLoss(EncodeFields({{kLossField, bad}}));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 // Answers every request with `answer(req)`, recording the wire keys in arrival order.

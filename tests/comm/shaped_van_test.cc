@@ -351,6 +351,60 @@ TEST_F(ShapedVanTest, TailLossesWaitForRetransmissionTimeoutsOnAverageAsTheClose
   EXPECT_DOUBLE_EQ(RetransmissionTimeout(0.01), 0.22);
 }
 
+// Datagrams (DGT's unimportant blocks): each is lost with the link's loss rate per fragment, with no
+// retransmission; the ones that survive are delivered in order, latency after their turn on the link.
+TEST_F(ShapedVanTest, DatagramsAreLostAtTheLinksRateAndNeverRetransmitted) {
+  Make(Links({.bandwidth_bps = 0, .latency_s = 0.01, .loss = 0.1}, {}));
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
+  constexpr int kDatagrams = 5000;
+  for (int i = 0; i < kDatagrams; ++i) ASSERT_TRUE(van_->SendDatagram(1, MakeMessage(i, 1400)).ok());
+  const PeerAccounting a = van_->Accounting(1);
+  EXPECT_EQ(a.datagrams, static_cast<uint64_t>(kDatagrams));
+  // Binomial(5000, 0.1): mean 500, standard deviation 21.
+  EXPECT_GT(a.datagrams_lost, 420u);
+  EXPECT_LT(a.datagrams_lost, 580u);
+  EXPECT_EQ(a.timeouts, 0u);  // no retransmission timeouts, whatever was lost
+  clock_.Set(0.02);
+  const size_t delivered = kDatagrams - a.datagrams_lost;
+  ASSERT_EQ(inner_->WaitForSent(delivered), delivered);
+  int64_t previous = -1;
+  for (const auto& sent : inner_->sent()) {
+    EXPECT_GT(sent.msg.meta.timestamp, previous);
+    previous = sent.msg.meta.timestamp;
+  }
+  // A datagram of two fragments is lost when either is: 1 - 0.9^2 = 0.19.
+  ASSERT_TRUE(van_->Connect(2, "large", LinkClass::kWan, "").ok());
+  for (int i = 0; i < kDatagrams; ++i) ASSERT_TRUE(van_->SendDatagram(2, MakeMessage(i, 2000)).ok());
+  EXPECT_NEAR(static_cast<double>(van_->Accounting(2).datagrams_lost) / kDatagrams, 0.19, 0.025);
+}
+
+// A TCP flow slowed by losses (Mathis: ~2 Mbit/s at 2 %, 25 ms) leaves the rest of a 50 Mbit/s link to datagrams,
+// which go at the link's rate; both take their bytes from the same capacity.
+TEST_F(ShapedVanTest, DatagramsUseTheCapacityALossyTcpFlowLeaves) {
+  Make(Links({.bandwidth_bps = 50e6, .latency_s = 0.025, .loss = 0.02}, {}));
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
+  const Message tcp = MakeMessage(1, 250000);
+  const Message dgram = MakeMessage(2, 1400);
+  ASSERT_TRUE(van_->Send(1, tcp).ok());
+  const PeerAccounting after_tcp = van_->Accounting(1);
+  const double tcp_capacity = static_cast<double>(WireSize(tcp)) * 8 / 50e6;  // 40 ms of the link
+  EXPECT_DOUBLE_EQ(after_tcp.capacity_free_at, tcp_capacity);
+  EXPECT_GT(after_tcp.link_free_at, 0.9);  // ~1 s at the loss-limited rate
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(van_->SendDatagram(1, dgram).ok());
+  const PeerAccounting a = van_->Accounting(1);
+  EXPECT_NEAR(a.capacity_free_at, tcp_capacity + 100 * static_cast<double>(WireSize(dgram)) * 8 / 50e6, 1e-12);
+  EXPECT_LT(a.capacity_free_at, 0.1);  // the datagrams are through long before the TCP message
+  EXPECT_DOUBLE_EQ(a.link_free_at, after_tcp.link_free_at);
+  // Without loss the TCP flow has the link's rate and waits for the capacity the datagrams took.
+  Make(Links({.bandwidth_bps = 50e6, .latency_s = 0.025}, {}));
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(van_->SendDatagram(1, dgram).ok());
+  ASSERT_TRUE(van_->Send(1, tcp).ok());
+  const double bits = 100 * static_cast<double>(WireSize(dgram)) * 8 + static_cast<double>(WireSize(tcp)) * 8;
+  EXPECT_NEAR(van_->Accounting(1).link_free_at, bits / 50e6, 1e-12);
+  EXPECT_EQ(van_->Accounting(1).datagrams_lost, 0u);
+}
+
 // End to end over a real ZmqVan and the steady clock: a 30 ms LAN latency is felt in wall time.
 TEST(ShapedVanZmqTest, LatencyOverInproc) {
   ZmqContext context;

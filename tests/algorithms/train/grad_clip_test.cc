@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -115,6 +116,45 @@ TEST(GradClipTest, TrainStepClipsBeforeTheUpdate) {
     for (size_t j = 0; j < after.size(); ++j) moved += std::pow(static_cast<double>(after[j]) - before[i][j], 2);
   }
   EXPECT_NEAR(std::sqrt(moved), kClip, kClip * 1e-2);
+}
+
+// Records what the trainer tells it, in order.
+class RecordingUpdate : public ParameterUpdate {
+ public:
+  Status Apply(const std::vector<nn::Parameter*>&, int64_t) override {
+    events.push_back("apply");
+    return Status::Ok();
+  }
+  void SetLoss(double l) override {
+    events.push_back("loss");
+    loss = l;
+  }
+  std::vector<std::string> events;
+  double loss = -1;
+};
+
+// The update hears the step's loss (the mean cross-entropy of the batch, computed here from the logits by hand)
+// before it applies the step: a sync worker sends it with that step's push (DGT's adaptive k).
+TEST(GradClipTest, TrainStepTellsTheUpdateItsLossBeforeApplying) {
+  TinyRun s = MakeRun("sgd", 0.1f);
+  data::Batch batch;
+  ASSERT_TRUE(s.loader->Next(&batch));
+  const std::vector<float> z = s.model->Forward(autograd::Variable(batch.x)).data().ToFloatVector();
+  const std::vector<float> y = batch.y.ToFloatVector();
+  const size_t n = y.size(), k = z.size() / n;
+  double expected = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double top = z[i * k];
+    for (size_t c = 1; c < k; ++c) top = std::max(top, static_cast<double>(z[i * k + c]));
+    double sum = 0;
+    for (size_t c = 0; c < k; ++c) sum += std::exp(z[i * k + c] - top);
+    expected += top + std::log(sum) - z[i * k + static_cast<size_t>(y[i])];
+  }
+  expected /= static_cast<double>(n);
+  RecordingUpdate update;
+  ASSERT_TRUE(TrainStep(*s.model, update, s.model->Parameters(), batch.x, batch.y, 0, 0).ok());
+  EXPECT_EQ(update.events, (std::vector<std::string>{"loss", "apply"}));
+  EXPECT_NEAR(update.loss, expected, 1e-5);
 }
 
 TEST(GradClipTest, TrainerWithClippingStillLearns) {
