@@ -257,6 +257,12 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
     ~ClearNodeLeft() { po.SetNodeLeftCallback(nullptr); }
   } clear_node_left{po};
   comm::KvServer server(&po, kAppId, &gate);
+  struct StopDgt {  // before `server` goes: DGT's deadline thread answers through it
+    ServerJob& served;
+    ~StopDgt() {
+      if (served.dgt) served.dgt->Stop();
+    }
+  } stop_dgt{served};
   Status done = po.Barrier("all");
   if (done.ok()) done = FinalizeWhenDone(po);
   if (done.ok() && env.on_server_done && served.policy) env.on_server_done(name, *served.policy);

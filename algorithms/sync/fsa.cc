@@ -169,6 +169,11 @@ class FsaWorker final : public WorkerSync {
 
   Status Flush() override { return exchange_.Flush(); }
   // Goes with the next push to the local server (DGT's adaptive k at the local server's upward link).
+  // P3 with the optimizer at the servers: each layer's gradient leaves as soon as backward has finished it.
+  bool WantsGradientsEarly() const override { return server_update_ && exchange_.lazy(); }
+  Status GradientReady(const std::vector<nn::Parameter*>& params, size_t index, int64_t round) override {
+    return exchange_.SendEarly(params, index, round);
+  }
   void SetLoss(double loss) override {
     if (send_loss_) link_->kv()->SetLoss(loss);
   }

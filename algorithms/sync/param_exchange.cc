@@ -78,7 +78,8 @@ Status ParamExchange::PullAfter(const std::vector<nn::Parameter*>& params, int64
 Status ParamExchange::Exchange(const std::vector<nn::Parameter*>& params, const std::vector<Tensor>& values,
                                int64_t round, Answer answer) {
   GEOMX_RETURN_IF_ERROR(Prepare(params));
-  GEOMX_RETURN_IF_ERROR(Flush());  // the previous exchange, if a key was not consumed by a forward pass
+  // The previous exchange, if a key was not consumed by a forward pass (SendEarly did it for a round it began).
+  if (early_round_ != round) GEOMX_RETURN_IF_ERROR(Flush());
   std::vector<const float*> in(values.size());
   for (size_t i = 0; i < values.size(); ++i) in[i] = values[i].data<float>();
   if (!lazy_ || answer == Answer::kMeanGradient) {
@@ -93,21 +94,55 @@ Status ParamExchange::Exchange(const std::vector<nn::Parameter*>& params, const 
     }
     return Status::Ok();
   }
+  std::vector<size_t> which;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    if (early_round_ != round || !sent_early_[i]) which.push_back(i);
+  }
+  early_round_ = -2;
+  Start(which, in, round);
+  return Status::Ok();
+}
+
+Status ParamExchange::SendEarly(const std::vector<nn::Parameter*>& params, size_t index, int64_t round) {
+  GEOMX_RETURN_IF_ERROR(Prepare(params));
+  if (!lazy_ || index >= state_.size()) return Status::Ok();  // Exchange sends it with the rest
+  if (early_round_ != round) {
+    GEOMX_RETURN_IF_ERROR(Flush());  // the previous exchange's answers (its forward pass consumed them already)
+    early_round_ = round;
+    sent_early_.assign(state_.size(), false);
+  }
+  if (sent_early_[index]) return Status::Ok();
+  sent_early_[index] = true;
+  const Tensor g = HostGradients({params[index]})[0];
+  std::vector<const float*> in(state_.size(), nullptr);
+  in[index] = g.data<float>();
+  Start({index}, in, round);  // the link copies the values before it returns
+  return Status::Ok();
+}
+
+void ParamExchange::Start(const std::vector<size_t>& which, const std::vector<const float*>& in, int64_t round) {
+  if (which.empty()) return;
+  std::vector<uint64_t> keys;
+  std::vector<const float*> values;
+  std::vector<float*> outs;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (KeyState& k : state_) {
-      k.done = false;
-      k.pending = true;
+    for (size_t i : which) {
+      state_[i].done = false;
+      state_[i].pending = true;
+      keys.push_back(keys_[i]);
+      values.push_back(in[i]);
+      outs.push_back(outs_[i]);
     }
   }
-  link_->PushPullAsync(keys_, in, outs_, round, [this](size_t i, Status s) {
+  link_->PushPullAsync(keys, values, outs, round, [this, which](size_t j, Status s) {
     // Notify under the lock: the destructor returns (and destroys cv_) once every key is done (TSan).
     std::lock_guard<std::mutex> lock(mu_);
-    state_[i].done = true;
-    if (!s.ok() && error_.ok()) error_ = s.WithContext("parameter " + state_[i].param->key());
+    KeyState& k = state_[which[j]];
+    k.done = true;
+    if (!s.ok() && error_.ok()) error_ = s.WithContext("parameter " + k.param->key());
     cv_.notify_all();
   });
-  return Status::Ok();
 }
 
 Status ParamExchange::ApplyKey(KeyState& k) {

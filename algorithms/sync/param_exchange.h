@@ -50,6 +50,9 @@ class ParamExchange {
   // Sends values[i] (host f32, parameter i's size) for every parameter at `round` and writes the answers.
   Status Exchange(const std::vector<nn::Parameter*>& params, const std::vector<Tensor>& values, int64_t round,
                   Answer answer);
+  // Lazy exchanges of gradients for weights (P3): sends params[index]'s gradient of `round` now, while backward
+  // still runs; the Exchange of that round then sends only the parameters not sent yet.
+  Status SendEarly(const std::vector<nn::Parameter*>& params, size_t index, int64_t round);
   // Writes every answer received or still due (lazy exchanges). The first failed slice's error, if any.
   Status Flush();
 
@@ -64,6 +67,8 @@ class ParamExchange {
   };
 
   Status Prepare(const std::vector<nn::Parameter*>& params);
+  // Starts the async push-pull of keys_[i] for every i in `which` (their states marked pending).
+  void Start(const std::vector<size_t>& which, const std::vector<const float*>& in, int64_t round);
   // Waits for key i's answers and writes them into its parameter.
   Status ApplyKey(KeyState& k);
   void BeforeForward(nn::Module& m);
@@ -75,6 +80,8 @@ class ParamExchange {
   std::vector<KeyState> state_;
   std::vector<float*> outs_;
   std::unordered_map<const nn::Parameter*, size_t> index_;
+  int64_t early_round_ = -2;       // the round SendEarly sent keys of (trainer thread)
+  std::vector<bool> sent_early_;   // per key, in early_round_
   std::mutex mu_;
   std::condition_variable cv_;
   Status error_;  // the first failed slice (mu_)

@@ -22,6 +22,18 @@ class ParameterUpdate {
   // The training loss of the step about to be Applied (the trainer calls it just before Apply). A sync worker
   // passes it to its servers with the push (DGT's adaptive k, comm/dgt/dgt_link.h); others ignore it.
   virtual void SetLoss(double loss) { (void)loss; }
+  // Whether the update wants each parameter's gradient as soon as the backward pass has finished it (P3: that
+  // layer's slices leave while the earlier layers' backward still runs). The trainer then calls GradientReady
+  // during backward, last layers first, for each parameter that got a gradient, and Apply afterwards for the
+  // rest. Not with gradient clipping (which needs every gradient first).
+  virtual bool WantsGradientsEarly() const { return false; }
+  // params[index]'s gradient of iteration `round` is final. An error stops training (returned after backward).
+  virtual Status GradientReady(const std::vector<nn::Parameter*>& params, size_t index, int64_t round) {
+    (void)params;
+    (void)index;
+    (void)round;
+    return Status::Ok();
+  }
   // True when the strategy has taken part in every synchronisation round of the job (ESync: rounds, not local
   // iterations, end a run); the Trainer then stops as completed. Checked after every Apply.
   virtual bool Finished() const { return false; }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <unordered_map>
 #include <vector>
 
 #include "algorithms/train/grad_clip.h"
@@ -190,11 +191,25 @@ Result<StepStats> TrainStep(nn::Module& model, ParameterUpdate& update, const st
   model.ZeroGrad();
   autograd::Variable logits = model.Forward(autograd::Variable(x));
   autograd::Variable loss = autograd::SoftmaxCrossEntropy(logits, y);
-  loss.Backward();
-  if (clip_norm > 0.0f) ClipGradNorm(params, clip_norm);
   StepStats r;
   r.loss = loss.data().item();
   update.SetLoss(r.loss);
+  if (clip_norm <= 0.0f && update.WantsGradientsEarly()) {
+    // Each parameter's gradient goes to the update as soon as it is final (P3 sends it during backward).
+    std::unordered_map<const void*, size_t> index;
+    for (size_t i = 0; i < params.size(); ++i) index[params[i]->var().id()] = i;
+    Status early;
+    autograd::BackwardOptions options;
+    options.on_leaf_done = [&](const autograd::Variable& leaf) {
+      auto it = index.find(leaf.id());
+      if (it != index.end() && early.ok()) early = update.GradientReady(params, it->second, round);
+    };
+    loss.Backward(Tensor::Full(loss.data().shape(), 1.0f, loss.data().dtype(), loss.data().device()), options);
+    GEOMX_RETURN_IF_ERROR(early);
+  } else {
+    loss.Backward();
+  }
+  if (clip_norm > 0.0f) ClipGradNorm(params, clip_norm);
   GEOMX_RETURN_IF_ERROR(update.Apply(params, round));
   r.correct = CountCorrect(logits.data(), y);
   r.examples = y.numel();

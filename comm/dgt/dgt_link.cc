@@ -264,13 +264,16 @@ DgtHandler::DgtHandler(ServerHandler* inner, KeyLayout layout, DgtLinkOptions op
   deadline_thread_ = std::thread([this] { DeadlineLoop(); });
 }
 
-DgtHandler::~DgtHandler() {
+DgtHandler::~DgtHandler() { Stop(); }
+
+void DgtHandler::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  deadline_thread_.join();
+  std::lock_guard<std::mutex> join(join_mu_);
+  if (deadline_thread_.joinable()) deadline_thread_.join();
 }
 
 double DgtHandler::Now() const {

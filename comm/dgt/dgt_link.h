@@ -130,9 +130,12 @@ class DgtHandler : public ServerHandler {
  public:
   // `inner` is borrowed and must outlive this handler; `layout` is the tier's (lengths of the wire keys).
   DgtHandler(ServerHandler* inner, KeyLayout layout, DgtLinkOptions options);
-  ~DgtHandler() override;  // stops the deadline thread; rounds still open are dropped unanswered
+  ~DgtHandler() override;  // Stop()s
 
   void Handle(const KvRequest& req, KvServer& server) override;
+  // Stops the deadline thread (idempotent): rounds still waiting for their deadline are not answered. Call before
+  // the KvServer of the waiting requests goes away.
+  void Stop();
 
   // Blocks missing when their rounds closed, blocks that came after, datagrams refused as malformed.
   uint64_t missing_blocks() const;
@@ -163,6 +166,7 @@ class DgtHandler : public ServerHandler {
   std::set<std::pair<double, Id>> deadlines_;  // GUARDED_BY(mu_)
   uint64_t refused_ = 0;                  // GUARDED_BY(mu_)
   bool stopping_ = false;                 // GUARDED_BY(mu_)
+  std::mutex join_mu_;  // serialises Stop()'s join
   std::thread deadline_thread_;
 };
 

@@ -54,15 +54,17 @@ uint64_t PrioritySender::in_flight_bytes() const {
 bool PrioritySender::CanSendLocked() const {
   if (queue_.empty()) return false;
   if (options_.max_in_flight_bytes == 0 || in_flight_ == 0) return true;
+  if (queue_.top().priority > *in_flight_priorities_.rbegin()) return true;  // see the class comment
   return in_flight_bytes_ + queue_.top().bytes <= options_.max_in_flight_bytes;
 }
 
-void PrioritySender::OnRelease(uint64_t bytes) {
+void PrioritySender::OnRelease(uint64_t bytes, int64_t priority) {
   // Notify under the lock: the destructor returns (and destroys cv_) as soon as it sees in_flight_ == 0, so a
   // notify after unlocking could touch a destroyed condition variable (TSan, docs/sanitizers.md).
   std::lock_guard<std::mutex> lock(mu_);
   --in_flight_;
   in_flight_bytes_ -= bytes;
+  in_flight_priorities_.erase(in_flight_priorities_.find(priority));
   cv_.notify_all();
 }
 
@@ -76,11 +78,13 @@ void PrioritySender::Loop() {
     queue_.pop();
     ++in_flight_;
     in_flight_bytes_ += item.bytes;
+    in_flight_priorities_.insert(item.priority);
     lock.unlock();
     auto released = std::make_shared<std::atomic<bool>>(false);
     const uint64_t bytes = item.bytes;
-    item.send([this, released, bytes] {
-      if (!released->exchange(true)) OnRelease(bytes);
+    const int64_t priority = item.priority;
+    item.send([this, released, bytes, priority] {
+      if (!released->exchange(true)) OnRelease(bytes, priority);
     });
     item.send = nullptr;  // destroy what the send function captured outside the lock
     lock.lock();

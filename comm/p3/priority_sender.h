@@ -6,6 +6,12 @@
 // `max_in_flight_bytes` are in flight (handed to send, not yet released) at a time, so the queue builds up
 // behind the window and an item queued later with a higher priority overtakes every lower-priority item still
 // queued: pre-emption at item (slice) granularity. An item already handed to send is never interrupted.
+// One exception to the window: an item of a higher priority than every item in flight goes at once. Items are
+// released when their *answer* arrives, and an answer needs every worker's push of that slice; two workers whose
+// windows filled with different slices (one queued the last layers first because its backward pass produced them
+// first, the other the first layers) would otherwise wait for each other for ever. With the exception the
+// highest-priority slice no worker has finished is always sent by every worker that has it, so the job moves on;
+// each exception raises the highest priority in flight, so they are bounded by the number of priorities.
 //
 //   PrioritySender sender({.max_in_flight_bytes = 8 * slice_bytes});
 //   sender.Enqueue(/*priority=*/-layer, bytes, [&](PrioritySender::Release release) {
@@ -28,6 +34,7 @@
 #include <functional>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -78,7 +85,7 @@ class PrioritySender {
 
   void Loop();
   bool CanSendLocked() const;
-  void OnRelease(uint64_t bytes);
+  void OnRelease(uint64_t bytes, int64_t priority);
 
   const PrioritySenderOptions options_;
   mutable std::mutex mu_;
@@ -87,6 +94,7 @@ class PrioritySender {
   uint64_t next_seq_ = 0;
   size_t in_flight_ = 0;
   uint64_t in_flight_bytes_ = 0;
+  std::multiset<int64_t> in_flight_priorities_;
   bool stopped_ = false;
   std::thread thread_;
 };

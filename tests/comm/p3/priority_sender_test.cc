@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <thread>
 #include <condition_variable>
@@ -79,8 +80,9 @@ TEST(PrioritySenderTest, HigherPriorityFirstAndFifoWithinAPriority) {
   Recorder rec;
   PrioritySender sender({.max_in_flight_bytes = 100});
   CloseOnExit close{rec};
-  // "blocker" fills the window, so everything below queues and is ordered by the heap alone.
-  ASSERT_TRUE(sender.Enqueue(-9, 100, rec.Item("blocker")));
+  // "blocker" fills the window (with the highest priority: nothing may pass it), so everything below queues and
+  // is ordered by the heap alone.
+  ASSERT_TRUE(sender.Enqueue(9, 100, rec.Item("blocker")));
   ASSERT_TRUE(rec.WaitSent(1));
   ASSERT_TRUE(sender.Enqueue(-3, 100, rec.Item("layer3.a")));
   ASSERT_TRUE(sender.Enqueue(-1, 100, rec.Item("layer1.a")));
@@ -132,8 +134,12 @@ TEST(PrioritySenderTest, LaterHigherPrioritySlicesPreemptQueuedOnes) {
   EXPECT_EQ(sender.in_flight_bytes(), 80u);
   for (int s = 0; s < 2; ++s) ASSERT_TRUE(sender.Enqueue(0, 40, rec.Item("conv1." + std::to_string(s))));
   ASSERT_TRUE(sender.Enqueue(-1, 40, rec.Item("fc1.0")));
-  rec.Release(0);
+  // conv1.0 outranks everything in flight: it goes at once, past the full window; conv1.1 (not higher than
+  // conv1.0) and fc1.0 wait for room.
   ASSERT_TRUE(rec.WaitSent(3));
+  EXPECT_EQ(sender.in_flight(), 3u);
+  EXPECT_EQ(sender.queued(), 4u);
+  rec.Release(0);
   rec.Release(1);
   rec.Release(2);
   ASSERT_TRUE(rec.WaitSent(5));
@@ -143,6 +149,57 @@ TEST(PrioritySenderTest, LaterHigherPrioritySlicesPreemptQueuedOnes) {
   }
   EXPECT_EQ(rec.sent(),
             (std::vector<std::string>{"fc2.0", "fc2.1", "conv1.0", "conv1.1", "fc1.0", "fc2.2", "fc2.3"}));
+}
+
+// Two workers' senders and a server that answers a slice only once both workers sent it (a synchronous round).
+// Worker A queues its slices while its backward pass produces them, last layer first; worker B queues them all at
+// once after its backward pass, first layer first. With a window of two slices and no exception each would fill
+// its window with slices the other has not sent and wait for ever; the exception for a higher priority than
+// everything in flight lets every slice through.
+TEST(PrioritySenderTest, WorkersThatQueuedInOppositeOrdersDoNotWaitForEachOther) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, std::vector<PrioritySender::Release>> waiting;  // slice -> the workers' releases
+  int answered = 0;
+  auto slice = [&](const std::string& name) {
+    return [&, name](PrioritySender::Release release) {
+      std::vector<PrioritySender::Release> both;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        waiting[name].push_back(release);
+        if (waiting[name].size() == 2) {
+          both = waiting[name];
+          ++answered;
+          cv.notify_all();
+        }
+      }
+      for (auto& r : both) r();
+    };
+  };
+  const std::vector<std::pair<int, std::string>> layers = {{0, "conv1"}, {-1, "conv2"}, {-2, "fc1"}, {-3, "fc2"}};
+  PrioritySender a({.max_in_flight_bytes = 2}), b({.max_in_flight_bytes = 2});
+  auto enqueue = [&](PrioritySender& sender, int priority, const std::string& name) {
+    for (int s = 0; s < 3; ++s) ASSERT_TRUE(sender.Enqueue(priority, 1, slice(name + "." + std::to_string(s))));
+  };
+  enqueue(a, -3, "fc2");  // A's backward produced the last layer: its window fills with fc2.0 and fc2.1
+  for (int i = 0; i < 3000 && a.in_flight() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(a.in_flight(), 2u);
+  for (const auto& [priority, name] : layers) enqueue(b, priority, name);  // B: conv1.0 and conv1.1 go first
+  for (int i = 0; i < 3000 && b.in_flight() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int l = 2; l >= 0; --l) enqueue(a, layers[l].first, layers[l].second);  // the rest of A's backward
+  std::unique_lock<std::mutex> lock(mu);
+  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return answered == 12; }))
+      << answered << " of 12 slices answered";
+  const bool done = answered == 12;
+  lock.unlock();
+  if (!done) {  // release what is stuck so the senders can be destroyed
+    a.Stop();
+    b.Stop();
+    std::lock_guard<std::mutex> relock(mu);
+    for (auto& [name, rs] : waiting) {
+      for (auto& r : rs) r();
+    }
+  }
 }
 
 TEST(PrioritySenderTest, ReleaseTwiceCountsOnceAndInlineReleaseWorks) {
