@@ -47,7 +47,7 @@ struct AcceleratorsConfig {
   int64_t p3_slice_elements = 40000; // accelerators.p3.slice_elements
   // accelerators.dgt (comm/dgt/dgt_link.h): the local servers' push to the global servers.
   bool dgt = false;                  // accelerators.dgt.enabled
-  int64_t dgt_block_bytes = 1400;    // bytes per block (a multiple of 4 that fits one datagram)
+  int64_t dgt_block_bytes = 1336;    // bytes per block (a multiple of 4 that fits one datagram)
   float dgt_k = 0.8f;                // share of the ranked blocks on the reliable channel (k0 when adaptive)
   float dgt_k_min = 0.2f;            // adaptive: k's floor
   bool dgt_adaptive = true;          // k = max(k * loss / first loss, k_min)

@@ -358,8 +358,9 @@ std::vector<RecipeKey> BuildTable() {
        .help = "DGT: the local servers push each slice in blocks, the important ones reliably and the rest as "
        "datagrams that a lossy WAN may drop (error feedback sends those again)."},
       {.path = "accelerators.dgt.block_bytes", .field = [](R r) -> F { return &r.accelerators.dgt_block_bytes; },
-       .range = Between(4, false, 1400, false),
-       .help = "DGT: bytes per block, a multiple of 4; one block and its headers fit one 1500-byte frame."},
+       .range = Between(4, false, 1336, false),
+       .help = "DGT: bytes per block, a multiple of 4; a block, its headers and its datagram's seal fit one "
+       "1500-byte frame."},
       {.path = "accelerators.dgt.k", .field = [](R r) -> F { return &r.accelerators.dgt_k; },
        .range = Between(0, false, 1, false),
        .help = "DGT: share of the ranked blocks sent on the reliable channel (the start value when adaptive)."},

@@ -121,6 +121,7 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
   GEOMX_ASSIGN_OR_RETURN(std::optional<ProcessSecurity> security, LoadProcessSecurity(recipe, name));
   comm::ZmqContext context;
   comm::ZmqVanOptions van_options;
+  van_options.datagrams = recipe.accelerators.dgt;  // DGT's low-priority blocks over UDP (sealed with the keys)
   if (security) {
     std::map<std::string, std::string> admitted;  // public key -> member
     for (const auto& [member, key] : security->public_keys) admitted[key] = member;

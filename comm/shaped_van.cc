@@ -160,8 +160,9 @@ Result<size_t> ShapedVan::Accept(int node_id, const Message& msg, bool datagram)
     acc.bytes += bytes;
     if (datagram) acc.datagrams += 1;
   }
-  // Unshaped link: straight through, in the caller's thread.
-  Result<size_t> sent = inner_->Send(node_id, msg);
+  // Unshaped link: straight through, in the caller's thread (a datagram on the inner van's unreliable channel: the
+  // link's real loss applies, e.g. under `geomx bench --netns`).
+  Result<size_t> sent = datagram ? inner_->SendDatagram(node_id, msg) : inner_->Send(node_id, msg);
   if (sent.ok() && counters_ != nullptr) counters_->Add(link, Direction::kSent, bytes);
   return sent;
 }

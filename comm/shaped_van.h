@@ -23,7 +23,8 @@
 //     bytes * 8 / bandwidth of the link's capacity in turn (capacity_free_at), and a TCP message also waits for
 //     its own flow (link_free_at: the loss-limited rate and the retransmission timeouts), so a TCP flow slowed by
 //     losses leaves the rest of the capacity to datagrams. Datagrams are delivered in order among themselves, not
-//     with the TCP messages.
+//     with the TCP messages. A datagram the draws kept is handed to the inner Van's reliable Send (the emulation
+//     decided its fate); on an unshaped link it goes to the inner Van's SendDatagram.
 // A sender thread hands each message to the inner Van at its due time, in FIFO order per peer (due times to one
 // peer never decrease). A link with bandwidth 0, latency 0 and loss 0 is not shaped: Send passes the message
 // straight to the inner Van in the caller's thread (and still counts it).

@@ -376,10 +376,42 @@ Result<std::string> ZmqVan::Bind(const std::string& address) {
   }
   receiver_ = s;
   bound_endpoint_ = endpoint;
+  if (options_.datagrams) {
+    std::optional<DatagramSocket::Key> secret;
+    if (options_.curve) {
+      secret.emplace();
+      if (zmq_z85_decode(secret->data(), options_.curve->secret_key.c_str()) == nullptr) {
+        return Status::InvalidArgument("ZmqVan::Bind: the secret key is not Z85");
+      }
+    }
+    Result<std::unique_ptr<DatagramSocket>> udp = DatagramSocket::Bind(bound_endpoint_, secret);
+    if (udp.ok()) {
+      datagrams_ = std::move(udp).value();
+    } else {
+      GEOMX_LOG(kWarning) << "ZmqVan: no datagram channel, datagrams go over TCP: " << udp.status().ToString();
+    }
+  }
   return bound_endpoint_;
 }
 
-Status ZmqVan::Connect(int node_id, const std::string& endpoint, LinkClass /*link*/, const std::string& peer_name) {
+Status ZmqVan::Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) {
+  GEOMX_RETURN_IF_ERROR(ConnectStream(node_id, endpoint, link, peer_name));
+  if (datagrams_ == nullptr) return Status::Ok();
+  std::optional<DatagramSocket::Key> key;
+  if (options_.curve) {
+    std::lock_guard<std::mutex> lock(peers_mu_);
+    const Peer& peer = *peers_.at(node_id);
+    std::lock_guard<std::mutex> peer_lock(const_cast<std::mutex&>(peer.mu));
+    key.emplace();
+    if (zmq_z85_decode(key->data(), peer.server_key.c_str()) == nullptr) key.reset();
+  }
+  // A peer without an IPv4 tcp:// endpoint (or a key) gets its datagrams over TCP.
+  (void)datagrams_->AddPeer(node_id, endpoint, key, MemberOf(peer_name));
+  return Status::Ok();
+}
+
+Status ZmqVan::ConnectStream(int node_id, const std::string& endpoint, LinkClass /*link*/,
+                             const std::string& peer_name) {
   if (!options_.curve) return OpenPeer(node_id, endpoint, "");
   const std::string member = MemberOf(peer_name);
   const std::map<std::string, std::string>* keys = options_.peer_keys.get();
@@ -562,8 +594,10 @@ Status ZmqVan::Recv(Message* msg, int timeout_ms) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       wait_ms = left > 0 ? static_cast<long>(left) : 0;
     }
-    zmq_pollitem_t items[2] = {{receiver_, 0, ZMQ_POLLIN, 0}, {nullptr, wake_pipe_[0], ZMQ_POLLIN, 0}};
-    const int rc = zmq_poll(items, 2, wait_ms);
+    zmq_pollitem_t items[3] = {{receiver_, 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_pipe_[0], ZMQ_POLLIN, 0},
+                               {nullptr, datagrams_ ? datagrams_->fd() : -1, ZMQ_POLLIN, 0}};
+    const int rc = zmq_poll(items, datagrams_ ? 3 : 2, wait_ms);
     if (rc < 0) {
       const int err = zmq_errno();
       if (err == EINTR) continue;
@@ -571,6 +605,13 @@ Status ZmqVan::Recv(Message* msg, int timeout_ms) {
       return Status::Internal("ZmqVan::Recv: zmq_poll: " + ZmqError(err));
     }
     if (stopped_ || (items[1].revents & ZMQ_POLLIN) != 0) return Status::Cancelled("ZmqVan::Recv: van is stopped");
+    // Datagrams first: a sender sends a round's datagrams before the message that closes the round (DGT), so the
+    // ones already here are taken before it.
+    if (datagrams_ && (items[2].revents & ZMQ_POLLIN) != 0) {
+      Status s = datagrams_->Receive(msg);
+      if (s.ok()) return s;
+      if (s.code() == StatusCode::kDataLoss) GEOMX_LOG(kDebug) << "ZmqVan: " << s.message();
+    }
     if ((items[0].revents & ZMQ_POLLIN) != 0) {
       Status s = ReceiveFrames(msg);
       if (s.code() != StatusCode::kUnavailable) return s;
@@ -579,6 +620,16 @@ Status ZmqVan::Recv(Message* msg, int timeout_ms) {
       return Status::DeadlineExceeded("ZmqVan::Recv: no message within " + std::to_string(timeout_ms) + " ms");
     }
   }
+}
+
+Result<size_t> ZmqVan::SendDatagram(int node_id, const Message& msg) {
+  if (datagrams_ == nullptr || stopped_) return Send(node_id, msg);
+  Result<size_t> sent = datagrams_->Send(node_id, msg);
+  if (sent.ok()) return sent;
+  if (sent.status().code() == StatusCode::kNotFound || sent.status().code() == StatusCode::kResourceExhausted) {
+    return Send(node_id, msg);  // no UDP address for that peer, or too large for one datagram
+  }
+  return sent;
 }
 
 void ZmqVan::Stop() {

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "comm/curve.h"
+#include "comm/datagram_socket.h"
 #include "comm/van.h"
 
 namespace geomx::comm {
@@ -57,6 +58,9 @@ struct ZmqVanOptions {
   // With curve: the public key (Z85) of every member this van may send to, by member name (LoadPublicKeys).
   // Shared, read-only.
   std::shared_ptr<const std::map<std::string, std::string>> peer_keys;
+  // SendDatagram over UDP (comm/datagram_socket.h: the bound tcp:// port number, sealed with the CURVE keys when
+  // curve is set). Off, or when that UDP port cannot be bound (logged), a datagram travels as Send's messages do.
+  bool datagrams = false;
 };
 
 // Owns one ZeroMQ context (its I/O threads). Create one per process, or one per test, and pass it to every
@@ -113,6 +117,10 @@ class ZmqVan : public Van {
   Status Connect(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name) override;
   // kNotFound for a node id never connected; kCancelled after Stop(); kInternal if ZeroMQ fails mid-message.
   Result<size_t> Send(int node_id, const Message& msg) override;
+  // With options.datagrams and a UDP socket: one UDP datagram (may be lost); otherwise (no socket, a peer without
+  // an IPv4 tcp:// endpoint, a message over one datagram) as Send.
+  Result<size_t> SendDatagram(int node_id, const Message& msg) override;
+  // Also returns the datagrams that arrive (refused ones are counted, logged at debug level and skipped).
   Status Recv(Message* msg, int timeout_ms) override;
   void Stop() override;
   // With curve: Recv fills Message::peer.
@@ -124,6 +132,8 @@ class ZmqVan : public Van {
   void* NewSocket(int type, const std::string& server_key, std::string* error);
   // Opens (or replaces) the PUSH socket to `node_id`; `server_key` as for NewSocket.
   Status OpenPeer(int node_id, const std::string& endpoint, const std::string& server_key);
+  // Connect's TCP half (the PUSH socket).
+  Status ConnectStream(int node_id, const std::string& endpoint, LinkClass link, const std::string& peer_name);
   Status ReceiveFrames(Message* msg);
 
   ZmqContext* const context_;
@@ -136,6 +146,8 @@ class ZmqVan : public Van {
   std::mutex recv_mu_;              // held by Recv and by Stop while it closes the receiving socket
   void* receiver_ = nullptr;        // PULL; guarded by recv_mu_
   std::string bound_endpoint_;      // guarded by recv_mu_
+
+  std::unique_ptr<DatagramSocket> datagrams_;  // set by Bind (before any Connect, Send or Recv), or null
 
   std::mutex peers_mu_;             // guards the map (not the sockets inside: each Peer has its own mutex)
   std::map<int, std::unique_ptr<Peer>> peers_;  // entries are never erased before destruction

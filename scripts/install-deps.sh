@@ -14,7 +14,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build make pkg-config
-  libzmq3-dev libmsgpack-cxx-dev libcli11-dev libyaml-cpp-dev
+  libzmq3-dev libsodium-dev libmsgpack-cxx-dev libcli11-dev libyaml-cpp-dev
   libdnnl-dev ocl-icd-opencl-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   zlib1g-dev libgtest-dev libcurl4-openssl-dev libssl-dev

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "comm/codec.h"
+#include "comm/datagram_socket.h"
 #include "comm/postoffice.h"
 #include "engine/base/logging.h"
 
@@ -36,7 +37,7 @@ Status ValidateDgtLinkOptions(const DgtLinkOptions& o) {
   if (!(o.deadline_s >= 0) || o.deadline_s > 60) {
     return Status::InvalidArgument("dgt: deadline must be within 0..60 s, got " + std::to_string(o.deadline_s));
   }
-  const size_t fits = (kDatagramBytes - kBlockMetaBytes - kBlockHeader) / sizeof(float);
+  const size_t fits = (kDatagramBytes - kDatagramEnvelopeBytes - kBlockMetaBytes - kBlockHeader) / sizeof(float);
   if (o.plan.block_elements > fits) {
     return Status::InvalidArgument("dgt: a block of " + std::to_string(o.plan.block_elements * sizeof(float)) +
                                    " bytes does not fit one datagram with its headers (at most " +

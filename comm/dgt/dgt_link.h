@@ -55,10 +55,13 @@ inline constexpr const char* kDgtCodec = "dgt";
 
 // DGT's settings for a link (recipe accelerators.dgt, cli/sync_rules.cc).
 struct DgtLinkOptions {
-  DgtOptions plan;           // blocks, ranking, k, channels
+  // Blocks, ranking, k, channels. 334 floats: a block, its headers and a sealed datagram's envelope fit one
+  // 1472-byte UDP payload (ValidateDgtLinkOptions).
+  DgtOptions plan{.block_elements = 334};
   double deadline_s = 0.02;  // how long a round waits for missing blocks after its reliable request arrived
 };
-// ValidateDgtOptions, plus deadline_s >= 0 and a block that fits one datagram with its headers.
+// ValidateDgtOptions, plus deadline_s in 0..60 and a block that fits one datagram with its meta, its header and the
+// datagram envelope (comm/datagram_socket.h kDatagramEnvelopeBytes): at most 334 floats.
 Status ValidateDgtLinkOptions(const DgtLinkOptions& o);
 
 // Payloads (see the file comment).

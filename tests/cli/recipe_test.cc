@@ -294,7 +294,7 @@ TEST(RecipeTest, DgtKeysAndTheirRules) {
       {base + ", k: 1.5}\n", "accelerators.dgt.k"},
       {base + ", k: 0.3, k_min: 0.5}\n", "accelerators.dgt.k_min"},
       {base + ", block_bytes: 1001}\n", "accelerators.dgt.block_bytes"},
-      {base + ", block_bytes: 1404}\n", "accelerators.dgt.block_bytes"},
+      {base + ", block_bytes: 1340}\n", "accelerators.dgt.block_bytes"},
       {base + ", channels: 8}\n", "accelerators.dgt.channels"},
       {base + ", deadline: 2min}\n", "accelerators.dgt.deadline"},
       {base + "}\nsync: {mode: hfa}\n", "accelerators.dgt.enabled"},

@@ -103,6 +103,22 @@ TEST(SecurityCliTest, OneHostRunWithEncryptionOnTrainsLikeWithout) {
   EXPECT_GT(std::stod(JsonField(s, "wan_bytes")), 0.0);
 }
 
+// DGT's low-priority blocks travel as UDP datagrams sealed with the members' keys (comm/datagram_socket.h): the
+// processes of an encrypted one-host run send them and the run completes with the blocks counted per channel.
+TEST(SecurityCliTest, DgtDatagramsTravelSealedOverUdp) {
+  ScratchDir dir;
+  WriteFile(dir / "t.yaml", Recipe());
+  auto run = RunGeomx("train t.yaml --out dgt --set security.encryption=on --set accelerators.dgt.enabled=true "
+                      "--set accelerators.dgt.block_bytes=16 --set accelerators.dgt.k=0.3",
+                      dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string s = ReadFile(dir / "dgt" / "summary.json");
+  EXPECT_EQ(JsonField(s, "status"), "\"completed\"") << s;
+  EXPECT_GT(std::stod(JsonField(s, "dgt_blocks_0")), 0.0) << s;
+  EXPECT_GT(std::stod(JsonField(s, "dgt_blocks_1")), 0.0) << s;  // datagrams were sent
+  EXPECT_GT(std::stod(JsonField(s, "final_test_accuracy")), 0.5) << s;  // 3 classes: it learned
+}
+
 // As docs/security.md tells multi-host users: generate the keys once, start every role with security.keys.
 TEST(SecurityCliTest, RolesStartedByHandWithAKeyDirectoryTrainToTheEnd) {
   ScratchDir dir;

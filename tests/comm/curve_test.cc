@@ -380,6 +380,50 @@ TEST_F(CurveVanTest, StrangerKeyIsRefused) {
   EXPECT_EQ(got.peer, "dc-a/worker0");
 }
 
+// With CURVE a datagram is sealed with the sender's secret key and the receiver's public key: it opens only for
+// the member the receiver connected under that node id. Another member (a listed key) claiming that node id, or a
+// stranger, gets nothing through; the real member still does.
+TEST_F(CurveVanTest, DatagramsAreSealedAndOpenOnlyForTheListedSender) {
+  auto with_datagrams = [](ZmqVanOptions o) {
+    o.datagrams = true;
+    return o;
+  };
+  std::string endpoint;
+  auto server = Server(with_datagrams(Secure("dc-a/server0")), &endpoint);
+  auto bound = [&](ZmqVan& van) {
+    Result<std::string> at = van.Bind("tcp://127.0.0.1:0");
+    EXPECT_TRUE(at.ok()) << at.status().ToString();
+    return at.ok() ? *at : std::string();
+  };
+  ZmqVan client(&context_, with_datagrams(Secure("dc-a/worker1")));
+  const std::string client_at = bound(client);
+  ASSERT_TRUE(client.Connect(1, endpoint, LinkClass::kWan, "dc-a/server0@global").ok());
+  ASSERT_TRUE(server->Connect(2, client_at, LinkClass::kWan, "dc-a/worker1@global").ok());
+  const std::vector<float> secret = SecretPattern();
+  Message m = MakeMessage(9, {Bytes::CopyVector(std::vector<float>(secret.begin(), secret.begin() + 300))});
+  ASSERT_TRUE(client.SendDatagram(1, m).ok());
+  Message got;
+  ASSERT_TRUE(server->Recv(&got, 10000).ok());
+  EXPECT_EQ(got.meta.timestamp, 9);
+  EXPECT_EQ(got.peer, "dc-a/worker1");
+  ASSERT_EQ(got.data.size(), 1u);
+  EXPECT_EQ(got.data[0].view(), m.data[0].view());
+  // worker0 holds a listed key but claims worker1's node id (2): its seal does not open with worker1's key.
+  ZmqVan impostor(&context_, with_datagrams(Secure("dc-a/worker0")));
+  bound(impostor);
+  ASSERT_TRUE(impostor.Connect(1, endpoint, LinkClass::kWan, "dc-a/server0").ok());
+  ASSERT_TRUE(impostor.SendDatagram(1, MakeMessage(10, {Bytes::Copy("forged")})).ok());
+  ZmqVan stranger(&context_, with_datagrams(Secure("dc-x/stranger", (scratch_ / "other").string())));
+  bound(stranger);
+  ASSERT_TRUE(stranger.Connect(1, endpoint, LinkClass::kWan, "dc-a/server0").ok());
+  ASSERT_TRUE(stranger.SendDatagram(1, MakeMessage(11, {Bytes::Copy("forged")})).ok());
+  EXPECT_EQ(server->Recv(&got, 500).code(), StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(client.SendDatagram(1, MakeMessage(12, {Bytes::Copy("real")})).ok());
+  ASSERT_TRUE(server->Recv(&got, 10000).ok());
+  EXPECT_EQ(got.meta.timestamp, 12);
+  EXPECT_EQ(got.peer, "dc-a/worker1");
+}
+
 TEST_F(CurveVanTest, PlainTextClientDeliversNothing) {
   std::string endpoint;
   auto server = Server(Secure("dc-a/server0"), &endpoint);

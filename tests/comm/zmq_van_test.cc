@@ -9,6 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <zmq.h>
 
@@ -297,6 +302,49 @@ TEST(ZmqVanStandaloneTest, ReceivedFramesAreAlignedWhateverTheirOffsetOnTheWire)
       EXPECT_EQ(got.data[f].view(), m.data[f].view()) << "frame " << f;
     }
   }
+}
+
+// Datagrams (ZmqVanOptions::datagrams): SendDatagram goes over UDP to the peer's tcp:// port number and Recv
+// returns it like any message; garbage on that port is refused and counted while the van keeps receiving; a message
+// over one datagram goes over TCP instead.
+TEST(ZmqVanStandaloneTest, DatagramsOverUdpArriveAndGarbageIsRefused) {
+  ZmqContext context;
+  ZmqVanOptions o;
+  o.datagrams = true;
+  ZmqVan receiver(&context, o), sender(&context, o);
+  Result<std::string> at = receiver.Bind("tcp://127.0.0.1:0");
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  Result<std::string> from = sender.Bind("tcp://127.0.0.1:0");
+  ASSERT_TRUE(from.ok());
+  ASSERT_TRUE(sender.Connect(1, *at, LinkClass::kWan, "").ok());
+  ASSERT_TRUE(receiver.Connect(2, *from, LinkClass::kWan, "").ok());  // who may send it datagrams
+  const Message m = MakeMessage(5, {Filled(1400, 3), Filled(8, 9)});
+  ASSERT_TRUE(sender.SendDatagram(1, m).ok());
+  Message got;
+  ASSERT_TRUE(receiver.Recv(&got, 10000).ok());
+  EXPECT_EQ(got.meta.timestamp, 5);
+  ASSERT_EQ(got.data.size(), 2u);
+  EXPECT_EQ(got.data[0].view(), m.data[0].view());
+  EXPECT_EQ(got.data[1].view(), m.data[1].view());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(got.data[0].data()) % 8, 0u);
+  // Garbage, and a datagram claiming a sender the receiver does not know, on the receiver's UDP port.
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(at->substr(at->rfind(':') + 1))));
+  const std::string garbage = "not a datagram of ours";
+  ASSERT_GT(sendto(fd, garbage.data(), garbage.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const uint32_t header[3] = {0x31445847, 77, 0};  // magic, sender 77 (unknown), plain
+  ASSERT_GT(sendto(fd, header, sizeof(header), 0, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  close(fd);
+  EXPECT_EQ(receiver.Recv(&got, 300).code(), StatusCode::kDeadlineExceeded);
+  // Still receiving; and 100 KB (over one datagram) goes over TCP.
+  ASSERT_TRUE(sender.SendDatagram(1, MakeMessage(6, {Filled(100000, 1)})).ok());
+  ASSERT_TRUE(receiver.Recv(&got, 10000).ok());
+  EXPECT_EQ(got.meta.timestamp, 6);
+  EXPECT_EQ(got.data[0].size(), 100000u);
 }
 
 TEST(ZmqVanStandaloneTest, BindErrorsAndRecvBeforeBind) {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/codec.h"
+#include "comm/datagram_socket.h"
 #include "comm/handlers/forward_sink.h"
 #include "comm/kv_link.h"
 #include "comm/kv_server.h"
@@ -272,7 +273,8 @@ TEST(DgtPayloadTest, RoundTripsAndRefusesWhatDoesNotAddUp) {
   EXPECT_FALSE(DecodeDelivered(EncodeDelivered(delivered), 17).ok());
 }
 
-// A block of the default 350 floats and its Meta, with every integer at its widest, fit one datagram.
+// A block of the default 334 floats, its Meta with every integer at its widest and a sealed datagram's envelope
+// fit one datagram.
 TEST(DgtPayloadTest, TheDefaultBlockFitsOneDatagram) {
   Meta m;
   m.command = Command::kPush;
@@ -285,11 +287,11 @@ TEST(DgtPayloadTest, TheDefaultBlockFitsOneDatagram) {
   m.lens = {UINT32_MAX};
   m.codec = kDgtBlockCodec;
   m.priority = -7;
-  const std::vector<float> block(350, 1.0f);
-  EXPECT_LE(EncodedMetaSize(m) + EncodeDgtBlock(0, 1000, block).size(), kDatagramBytes);
+  const std::vector<float> block(DgtLinkOptions{}.plan.block_elements, 1.0f);
+  EXPECT_LE(EncodedMetaSize(m) + EncodeDgtBlock(0, 1000, block).size() + kDatagramEnvelopeBytes, kDatagramBytes);
   EXPECT_TRUE(ValidateDgtLinkOptions(DgtLinkOptions{}).ok());
   DgtLinkOptions too_big;
-  too_big.plan.block_elements = 351;
+  too_big.plan.block_elements = 335;
   EXPECT_FALSE(ValidateDgtLinkOptions(too_big).ok());
 }
 
