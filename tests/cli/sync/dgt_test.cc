@@ -3,6 +3,7 @@
 // changes nothing: the workers end with the weights of the single-process run. With 30 % of the datagrams dropped
 // the job still completes with every worker holding the same weights, and the run's traffic counters show blocks
 // lost on the low-priority channels and none on the reliable one.
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -57,7 +58,7 @@ TEST(DgtClusterTest, LostBlocksDoNotStopTheJob) {
   const Recipe r = DgtRecipe();
   comm::LoopbackNetwork net;
   comm::TrafficCounters traffic;
-  uint64_t seed = 1;
+  std::atomic<uint64_t> seed{1};  // roles make their vans concurrently
   ClusterEnv env = cluster_testing::InProcessEnv("loop", [&net, &seed](const std::string&) {
     return std::make_unique<comm::testing::DatagramDroppingVan>(std::make_unique<comm::LoopbackVan>(&net), 0.3,
                                                                 seed++);
