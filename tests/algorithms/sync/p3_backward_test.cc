@@ -25,6 +25,19 @@
 namespace geomx::sync {
 namespace {
 
+// An MLP on inputs of `in` features with `classes` outputs, weights from `seed`.
+std::unique_ptr<nn::Module> Mlp(std::vector<int> hidden, int in, int classes, uint64_t seed) {
+  nn::ModelConfig mc;
+  mc.name = "mlp";
+  mc.hidden = std::move(hidden);
+  mc.in_channels = 1;
+  mc.in_height = 1;
+  mc.in_width = in;
+  mc.num_classes = classes;
+  Rng rng(seed);
+  return nn::CreateModel(mc, rng).value();
+}
+
 Tensor RandomInput(const Shape& shape, Rng& rng) {
   std::vector<float> v(static_cast<size_t>(shape.numel()));
   for (float& x : v) x = static_cast<float>(rng.Normal());
@@ -87,15 +100,7 @@ class EarlyUpdate : public train::ParameterUpdate {
 };
 
 TEST(P3BackwardTest, TheLastLayersSlicesLeaveWhileBackwardStillRuns) {
-  nn::ModelConfig mc;
-  mc.name = "mlp";
-  mc.hidden = {24, 16};
-  mc.in_channels = 1;
-  mc.in_height = 1;
-  mc.in_width = 12;
-  mc.num_classes = 5;
-  Rng rng(7);
-  std::unique_ptr<nn::Module> model = nn::CreateModel(mc, rng).value();
+  std::unique_ptr<nn::Module> model = Mlp({24, 16}, 12, 5, 7);
   const std::vector<nn::Parameter*> params = model->Parameters();
   ASSERT_EQ(params.size(), 6u);  // 3 x (weight, bias), forward order
   std::vector<comm::KeySpec> specs;
@@ -153,15 +158,8 @@ TEST(P3BackwardTest, ClippingKeepsEveryGradientForApply) {
     Status Apply(const std::vector<nn::Parameter*>&, int64_t) override { return Status::Ok(); }
     int early = 0;
   } update;
-  nn::ModelConfig mc;
-  mc.name = "mlp";
-  mc.hidden = {4};
-  mc.in_channels = 1;
-  mc.in_height = 1;
-  mc.in_width = 3;
-  mc.num_classes = 2;
+  std::unique_ptr<nn::Module> model = Mlp({4}, 3, 2, 1);
   Rng rng(1);
-  std::unique_ptr<nn::Module> model = nn::CreateModel(mc, rng).value();
   Tensor x = RandomInput(Shape({2, 1, 1, 3}), rng);
   Tensor y = Tensor::FromVectorI64({0, 1}, Shape({2}));
   ASSERT_TRUE(train::TrainStep(*model, update, model->Parameters(), x, y, 0, /*clip_norm=*/1.0f).ok());
