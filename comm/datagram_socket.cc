@@ -163,7 +163,8 @@ Status DatagramSocket::Refuse(const std::string& why) {
 }
 
 Status DatagramSocket::Receive(Message* msg) {
-  std::vector<uint8_t> buf(kMaxDatagram + 1);
+  std::vector<uint8_t>& buf = buffer_;  // one reader at a time (the class comment): reused, not reallocated
+  buf.resize(kMaxDatagram + 1);
   sockaddr_in from{};
   socklen_t from_len = sizeof(from);
   const ssize_t n = recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "comm/message.h"
 #include "engine/base/status.h"
@@ -84,6 +85,7 @@ class DatagramSocket {
   std::mutex mu_;
   std::map<int, Peer> peers_;  // guarded by mu_
   std::atomic<uint64_t> refused_{0};
+  std::vector<uint8_t> buffer_;  // Receive's, one datagram
 };
 
 // Host and port of "tcp://A.B.C.D:P" (network order); nullopt for anything else.
