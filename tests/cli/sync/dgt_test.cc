@@ -75,5 +75,22 @@ TEST(DgtClusterTest, LostBlocksDoNotStopTheJob) {
   EXPECT_LT(t.dgt[1].lost + t.dgt[2].lost, t.dgt[1].blocks + t.dgt[2].blocks);
 }
 
+// mixed: the global servers apply each data centre's sum as it arrives (AsyncAggregator) and answer at once; the
+// DGT rounds assemble there the same way and the delivery notes reach the local servers.
+TEST(DgtClusterTest, MixedRunsWithDgt) {
+  Recipe r = DgtRecipe();
+  r.sync.mode = "mixed";
+  comm::LoopbackNetwork net;
+  comm::TrafficCounters traffic;
+  ClusterEnv env = cluster_testing::LoopbackEnv(&net);
+  env.traffic = &traffic;
+  const auto finals = RunCluster(r, env);
+  ASSERT_EQ(finals.size(), 4u);
+  const comm::TrafficSnapshot t = traffic.Snapshot();
+  EXPECT_GT(t.dgt[0].blocks, 0u);
+  EXPECT_GT(t.dgt[1].blocks + t.dgt[2].blocks, 0u);
+  EXPECT_EQ(t.dgt[1].lost + t.dgt[2].lost, 0u);
+}
+
 }  // namespace
 }  // namespace geomx::cli
