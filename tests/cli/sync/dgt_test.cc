@@ -4,6 +4,7 @@
 // the job still completes with every worker holding the same weights, and the run's traffic counters show blocks
 // lost on the low-priority channels and none on the reliable one.
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -36,17 +37,24 @@ Recipe DgtRecipe() {
   return r;
 }
 
-TEST(DgtClusterTest, WithoutLossDgtChangesNothing) {
-  const Recipe r = DgtRecipe();
+// Every role over loopback vans (datagrams never lost); the workers' final weights and the run's traffic.
+std::map<std::string, Weights> RunOnLoopback(const Recipe& r, comm::TrafficSnapshot* traffic_out) {
   comm::LoopbackNetwork net;
   comm::TrafficCounters traffic;
   ClusterEnv env = cluster_testing::LoopbackEnv(&net);
   env.traffic = &traffic;
-  const auto finals = RunCluster(r, env);
+  auto finals = RunCluster(r, env);
+  *traffic_out = traffic.Snapshot();
+  return finals;
+}
+
+TEST(DgtClusterTest, WithoutLossDgtChangesNothing) {
+  const Recipe r = DgtRecipe();
+  comm::TrafficSnapshot t;
+  const auto finals = RunOnLoopback(r, &t);
   ASSERT_EQ(finals.size(), 4u);
   const Weights ref = Reference(r, r.optimizer);
   for (const auto& [name, w] : finals) EXPECT_LE(MaxDiff(w, ref), 1e-5f) << name;
-  const comm::TrafficSnapshot t = traffic.Snapshot();
   for (int c = 0; c <= 2; ++c) {
     EXPECT_GT(t.dgt[c].blocks, 0u) << "channel " << c;
     EXPECT_EQ(t.dgt[c].lost, 0u) << "channel " << c;
@@ -80,13 +88,8 @@ TEST(DgtClusterTest, LostBlocksDoNotStopTheJob) {
 TEST(DgtClusterTest, MixedRunsWithDgt) {
   Recipe r = DgtRecipe();
   r.sync.mode = "mixed";
-  comm::LoopbackNetwork net;
-  comm::TrafficCounters traffic;
-  ClusterEnv env = cluster_testing::LoopbackEnv(&net);
-  env.traffic = &traffic;
-  const auto finals = RunCluster(r, env);
-  ASSERT_EQ(finals.size(), 4u);
-  const comm::TrafficSnapshot t = traffic.Snapshot();
+  comm::TrafficSnapshot t;
+  ASSERT_EQ(RunOnLoopback(r, &t).size(), 4u);
   EXPECT_GT(t.dgt[0].blocks, 0u);
   EXPECT_GT(t.dgt[1].blocks + t.dgt[2].blocks, 0u);
   EXPECT_EQ(t.dgt[1].lost + t.dgt[2].lost, 0u);
