@@ -85,7 +85,8 @@ const std::vector<std::string>& PresetNames() {
 }
 
 const std::vector<std::string>& AcceleratorSuffixes() {
-  static const std::vector<std::string> names = {"bsc", "fp16", "mpq", "sign", "int8", "powersgd", "p3", "dgt"};
+  static const std::vector<std::string> names = {"bsc", "fp16", "mpq", "sign", "int8", "powersgd", "p3", "dgt",
+                                                 "tsengine"};
   return names;
 }
 
@@ -173,8 +174,12 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
     return Bad(spec, "+dgt carries the dense gradient sums the local servers forward each round: use it with hips, "
                "fsa or mixed and no compression of the local-to-global link");
   }
+  if (accs.count("tsengine") && (!traits.overlay || compressions > 0 || accs.count("dgt"))) {
+    return Bad(spec, "+tsengine relays the dense sums and values of synchronous rounds between the local servers: "
+               "use it with hips or fsa, without compression and without +dgt");
+  }
   c.sets = {"sync.mode=" + mode, "accelerators.compression=none", "accelerators.p3.enabled=false",
-            "accelerators.dgt.enabled=false"};
+            "accelerators.dgt.enabled=false", "accelerators.tsengine.enabled=false"};
   for (const char* link : {"worker_to_local", "local_to_global", "global_to_local", "local_to_worker"}) {
     c.sets.push_back(std::string("accelerators.links.") + link + "=auto");
   }
@@ -255,6 +260,10 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
   if (accs.count("dgt")) {
     c.sets.push_back("accelerators.dgt.enabled=true");
     c.description += ", DGT (unimportant blocks of the local servers' pushes as datagrams)";
+  }
+  if (accs.count("tsengine")) {
+    c.sets.push_back("accelerators.tsengine.enabled=true");
+    c.description += ", TSEngine (local servers relay sums and values in a measured overlay)";
   }
   for (const std::string& e : extra) {
     c.sets.push_back(e);

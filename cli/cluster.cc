@@ -58,6 +58,10 @@ Result<cluster::ClusterConfig> ClusterConfigOf(const Recipe& r) {
     dgt.deadline_s = a.dgt_deadline_s;
     c.global_send.dgt = dgt;
   }
+  if (a.tsengine) {
+    c.tsengine = comm::OverlayOptions{.ewma = a.tsengine_ewma, .expiry_rounds = a.tsengine_expiry,
+                                      .max_greedy = a.tsengine_max_greedy, .seed = r.seed};
+  }
   c.seed = r.seed;
   c.snapshot_every = r.topology.snapshot_every;
   return c;

@@ -54,6 +54,11 @@ struct AcceleratorsConfig {
   float dgt_alpha = 0.3f;            // contribution momentum
   int64_t dgt_channels = 3;          // lower-priority channels
   double dgt_deadline_s = 0.02;      // how long a round waits for missing blocks
+  // accelerators.tsengine (comm/tsengine/ts_relay.h): relays between the local servers (between data centres).
+  bool tsengine = false;             // accelerators.tsengine.enabled
+  float tsengine_max_greedy = 0.9f;  // cap of the exploit probability
+  int64_t tsengine_expiry = 5;       // rounds after which a link's measurement is forgotten
+  float tsengine_ewma = 0.5f;        // weight of a new throughput sample
 };
 
 // Recipe section `algorithm` (docs/algorithms.md): a classical estimator (algorithms/estimators/) trained instead

@@ -378,6 +378,17 @@ std::vector<RecipeKey> BuildTable() {
        .range = Between(0, false, 60, false),
        .help = "DGT: how long a global server waits for a round's missing blocks after its reliable part.",
        .allowed_doc = "0 to 60 s, N with us, ms, s"},
+      {.path = "accelerators.tsengine.enabled", .field = [](R r) -> F { return &r.accelerators.tsengine; },
+       .help = "TSEngine: the local servers pass their sums to each other and the new model on to each other, in "
+       "an overlay the global servers choose transfer by transfer from measured link throughput (between data "
+       "centres; the tier inside a data centre is not built)."},
+      {.path = "accelerators.tsengine.max_greedy",
+       .field = [](R r) -> F { return &r.accelerators.tsengine_max_greedy; }, .range = Between(0, false, 1, false),
+       .help = "TSEngine: the highest probability of sending to the fastest known link instead of exploring."},
+      {.path = "accelerators.tsengine.expiry", .field = [](R r) -> F { return &r.accelerators.tsengine_expiry; },
+       .range = AtLeast(1), .help = "TSEngine: rounds after which a link's throughput is forgotten and probed again."},
+      {.path = "accelerators.tsengine.ewma", .field = [](R r) -> F { return &r.accelerators.tsengine_ewma; },
+       .range = Between(0, true, 1, false), .help = "TSEngine: weight of a new throughput sample in a link's moving average."},
 
       // The parameter-server hierarchy (comm::Topology). Printed, and meaningful, only when the recipe has it.
       {.path = "topology.central.host", .field = [](R r) -> F { return &r.topology.central_host; },

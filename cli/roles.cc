@@ -3,9 +3,11 @@
 #include "cli/roles.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -148,6 +150,19 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
   env.out_dir = spec.out_dir;
   env.resume = spec.resume;
   if (!spec.out_dir.empty()) env.snapshot_dir = (std::filesystem::path(spec.out_dir) / "snapshots").string();
+  if (!spec.out_dir.empty() && recipe.accelerators.tsengine) {
+    // TSEngine: each global server's overlay of each round, one line each (O_APPEND: whole lines from every
+    // global server process).
+    const std::string path = (std::filesystem::path(spec.out_dir) / "overlays.jsonl").string();
+    env.on_overlay = [path](const std::string& line) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      const std::string text = line + "\n";
+      if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        GEOMX_LOG(kWarning) << "tsengine: cannot append to " << path;
+      }
+      if (fd >= 0) ::close(fd);
+    };
+  }
   SetLogPrefix("");  // the launcher prefixes every line with the process name
   TrafficPublisher publisher(
       spec.out_dir.empty() ? std::filesystem::path() : std::filesystem::path(spec.out_dir) / "traffic" /

@@ -43,6 +43,40 @@ void DgtRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vector<
   }
 }
 
+// accelerators.tsengine: the local servers relay the sums and the value of a mode whose rounds allow it.
+void TsEngineRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vector<sync::RuleViolation>* out) {
+  const AcceleratorsConfig& a = recipe.accelerators;
+  if (!sync::TraitsOf(recipe.sync.mode).overlay || recipe.has_algorithm) {
+    out->push_back({{"accelerators.tsengine.enabled", "sync.mode", "algorithm"}, "accelerators.tsengine.enabled",
+                    "TSEngine relays the sums and the new model of synchronous rounds between the local servers: "
+                    "it needs sync.mode fsa with a neural model; the recipe has " +
+                        (recipe.has_algorithm ? std::string("an algorithm") : "sync.mode: " + recipe.sync.mode)});
+  }
+  if (links.local_to_global != comm::LinkScheme::kNone || links.global_to_local != comm::LinkScheme::kNone) {
+    out->push_back({{"accelerators.tsengine.enabled", "accelerators.links.local_to_global",
+                     "accelerators.links.global_to_local", "accelerators.compression"},
+                    "accelerators.tsengine.enabled",
+                    "TSEngine's relays add dense f32 sums: set accelerators.links.local_to_global and "
+                    "global_to_local to none"});
+  }
+  if (a.dgt) {
+    out->push_back({{"accelerators.tsengine.enabled", "accelerators.dgt.enabled"}, "accelerators.tsengine.enabled",
+                    "TSEngine and DGT both carry the local servers' sums: enable one of them"});
+  }
+  for (const auto& dc : recipe.topology.datacentres) {
+    if (dc.servers == 1) continue;
+    out->push_back({{"accelerators.tsengine.enabled", "topology.datacentres"}, "accelerators.tsengine.enabled",
+                    "TSEngine relays one sum per data centre: data centre " + dc.name + " has " +
+                        std::to_string(dc.servers) + " servers; give each data centre 1"});
+    break;
+  }
+  if (recipe.topology.failure_policy != "stop") {
+    out->push_back({{"accelerators.tsengine.enabled", "topology.failure_policy"}, "accelerators.tsengine.enabled",
+                    "TSEngine's overlay spans every data centre in every round: topology.failure_policy must be "
+                    "stop (it is " + recipe.topology.failure_policy + ")"});
+  }
+}
+
 // The rules every mode shares, phrased with its traits.
 void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vector<sync::RuleViolation>* out) {
   const sync::SyncSettings& s = recipe.sync;
@@ -60,6 +94,10 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
     if (a.p3) out->push_back({{"accelerators.p3.enabled"}, "accelerators.p3.enabled", "P3 needs a topology section"});
     if (a.dgt) {
       out->push_back({{"accelerators.dgt.enabled"}, "accelerators.dgt.enabled", "DGT needs a topology section"});
+    }
+    if (a.tsengine) {
+      out->push_back({{"accelerators.tsengine.enabled"}, "accelerators.tsengine.enabled",
+                      "TSEngine relays between data centres: it needs a topology section"});
     }
     return;
   }
@@ -109,6 +147,7 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
          "the WAN links (accelerators.links.local_to_global / global_to_local), e.g. compression: bsc"});
   }
   if (a.dgt) DgtRules(recipe, links, out);
+  if (a.tsengine) TsEngineRules(recipe, links, out);
   if (a.p3 && links.lan()) {
     out->push_back({{"accelerators.p3.enabled", "accelerators.compression"}, "accelerators.p3.enabled",
                     "P3 slices dense gradients between workers and local servers: compress only the WAN links "

@@ -56,6 +56,7 @@ struct KvWorker::Call : public RequestContext {
   std::vector<Bytes> values;  // raw answers
   std::string control_answer;  // QueryControl: the server's answer body
   std::shared_ptr<std::string> reply_body;  // raw calls that asked for the answer's body
+  std::map<std::string, std::string> fields;  // raw calls: extra Meta.body fields (RawRequest::fields)
 };
 
 KvWorker::KvWorker(Postoffice* po, int app_id, KeyLayout layout)
@@ -176,7 +177,7 @@ int64_t KvWorker::StartCall(std::shared_ptr<Call> call, std::map<int, Message> m
   }
   const int64_t ts = customer_.NewRequest(std::move(expected), what + " round " + std::to_string(round),
                                           std::move(done), call);
-  std::map<std::string, std::string> fields;
+  std::map<std::string, std::string> fields = call->fields;
   if (num_merged != 1) fields[kNumMergedField] = std::to_string(num_merged);
   const double loss = loss_.load();
   if (call->command != Command::kPull && std::isfinite(loss)) {
@@ -284,6 +285,7 @@ void KvWorker::SendRaw(RawRequest request, RawDone done) {
   call->codec = request.codec;
   call->raw = true;
   call->reply_body = request.reply_body;
+  call->fields = std::move(request.fields);
   call->values.resize(request.wire_keys.size());
   std::map<int, Message> messages;
   std::set<uint64_t> seen;

@@ -56,6 +56,10 @@ inline constexpr const char* kNumMergedField = "num_merged";
 // Body field of a push: the sender's latest training loss ("%.9g"), when it told its KvWorker (SetLoss). The
 // local servers' aggregators average it per round for DGT's adaptive k (handlers/aggregate_sink.h OnLoss).
 inline constexpr const char* kLossField = "loss";
+// Body field of a relayed push (TSEngine, comm/tsengine/ts_relay.h): the node ids ("4,6") of the tier's other
+// senders whose contributions the pushed sum already holds. Taken only by aggregators that accept relayed pushes
+// (SyncAggregatorOptions::relayed_pushes).
+inline constexpr const char* kCoversField = "covers";
 
 // A request at the wire level: explicit wire keys (KeyLayout::WireKey), one payload per wire key in `codec`
 // (row-sparse, concat, ... see handlers/reducer.h; "" = dense f32 with exactly the slice's length). A kPull of a
@@ -69,6 +73,9 @@ struct RawRequest {
   std::vector<Bytes> payloads;           // one per wire key for kPush/kPushPull; kPull: empty, or selections
   // When set: receives Meta.body of the (last) successful answer (KvRequest::reply_body), before `done`.
   std::shared_ptr<std::string> reply_body;
+  // Extra Meta.body fields of the request (TSEngine's relayed push: kCoversField). Must not name the fields the
+  // worker sets itself (num_merged, loss): those win.
+  std::map<std::string, std::string> fields;
 };
 // Receives the request's status and, for kPull/kPushPull, one value per wire key (in wire_keys order).
 using RawDone = std::function<void(Status, std::vector<Bytes> values)>;

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "algorithms/sync/sync_mode.h"
 #include "comm/compression/link_plan.h"
 #include "comm/kv_link.h"
+#include "comm/tsengine/overlay_planner.h"
 #include "comm/topology.h"
 #include "comm/van.h"
 
@@ -25,6 +27,10 @@ struct ClusterConfig {
   comm::SendPathOptions worker_send;    // send-path accelerators of the workers' links (P3)
   comm::SendPathOptions global_send;    // of the local servers' links to the global tier (DGT; the global
                                         // servers then put a comm::DgtHandler in front of their policy)
+  // TSEngine between data centres (comm/tsengine/ts_relay.h; accelerators.tsengine): the local servers relay sums
+  // and models in an overlay the global servers choose. Needs a mode with SyncModeTraits::overlay, a dense
+  // global tier and one local server per data centre (the recipe rules check it).
+  std::optional<comm::OverlayOptions> tsengine;
   int64_t split_bytes = 4 << 20;        // slices of every tier's layout (MultiGPS; smaller with P3)
   uint64_t seed = 42;
   // Global servers snapshot their state every this many rounds (snapshots.h); 0 = never. Needs a mode with
@@ -50,6 +56,9 @@ struct RoleEnv {
   // Where global servers write their snapshots and, for a resumed job (JobPlan::start_round > 0), read them
   // back (snapshots.h); empty: no snapshots (a resumed job then fails naming it).
   std::string snapshot_dir;
+  // TSEngine: each global server's overlay of each round, as one JSON line (comm::OverlayJson); cli/ appends it
+  // to <run>/overlays.jsonl. May be empty.
+  std::function<void(const std::string& json_line)> on_overlay;
 };
 
 }  // namespace geomx::cluster

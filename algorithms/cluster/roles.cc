@@ -15,6 +15,7 @@
 #include "comm/kv_worker.h"
 #include "comm/postoffice.h"
 #include "comm/scheduler.h"
+#include "comm/tsengine/ts_relay.h"
 #include "engine/base/logging.h"
 
 namespace geomx::cluster {
@@ -44,6 +45,10 @@ struct ServerJob {
   std::unique_ptr<sync::ServerPolicy> policy;
   std::unique_ptr<comm::ServerHandler> aux;
   std::unique_ptr<ps::KeyRouter> router;
+  // TSEngine (ClusterConfig::tsengine): a global server's coordinator (its sink's decorator) or a local server's
+  // relay (its sink). Destroyed before the policy.
+  std::unique_ptr<comm::TsRoot> ts_root;
+  std::unique_ptr<comm::TsMember> ts_member;
   std::unique_ptr<comm::DgtHandler> dgt;  // global servers with DGT: in front of the rest; destroyed first
 
   // The handler of the whole job: the policy alone when every key is a parameter (no routing on the hot path).
@@ -53,6 +58,28 @@ struct ServerJob {
     return router.get();
   }
 };
+
+// The node ids of the local servers in the global tier (TSEngine's members).
+std::vector<int> LocalServerIds(const comm::Topology& t) {
+  std::vector<int> ids;
+  for (size_t d = 0; d < t.datacentres.size(); ++d) {
+    for (int r = 0; r < t.datacentres[d].servers; ++r) {
+      ids.push_back(comm::TierNodeId(NodeRole::kWorker, GlobalRankOfLocalServer(t, static_cast<int>(d), r),
+                                     t.global_servers));
+    }
+  }
+  return ids;
+}
+
+// How many parameter slices the global server of `rank` holds.
+int ParameterSlicesOf(const ps::KeySchema& schema, const KeyLayout& layout, int rank) {
+  int n = 0;
+  for (uint64_t key : schema.KeysWith(ps::KeyRole::kParameter)) {
+    if (!layout.contains(key)) continue;
+    for (const comm::KeySlice& s : layout.slices(key)) n += s.server_rank == rank ? 1 : 0;
+  }
+  return n;
+}
 
 Result<KeyLayout> LayoutOf(const ClusterConfig& c, const ps::JobDescription& job, int servers) {
   GEOMX_RETURN_IF_ERROR(job.schema.Validate().WithContext("job"));
@@ -137,6 +164,10 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
     args.dc_index = dc_index;
     args.workers = dc.workers;
     args.upper = upper_link.get();
+    if (c.tsengine) {
+      served.ts_member = std::make_unique<comm::TsMember>(upper_link.get(), LocalServerIds(c.topology));
+      args.upward = served.ts_member.get();
+    }
     GEOMX_ASSIGN_OR_RETURN(served.policy, mode.MakeLocalServer(args));
   }
   if (job.schema.Has(ps::KeyRole::kAggregate) || job.schema.Has(ps::KeyRole::kDecision) ||
@@ -223,6 +254,19 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
           if (!s.ok()) GEOMX_LOG(kError) << name << ": snapshot of round " << round << ": " << s.ToString();
         };
       }
+      if (c.tsengine) {
+        auto on_round = [&env, &po, name](const comm::RoundOverlay& overlay) {
+          if (!env.on_overlay) return;
+          env.on_overlay(comm::OverlayJson(overlay, name, [&po](int id) {
+            const NodeInfo* n = po.FindNode(id);
+            return n != nullptr ? n->name : "node " + std::to_string(id);
+          }));
+        };
+        served.ts_root = std::make_unique<comm::TsRoot>(&po, served.layout, LocalServerIds(c.topology),
+                                                        ParameterSlicesOf(job.schema, served.layout, rank),
+                                                        *c.tsengine, on_round);
+        args.overlay = served.ts_root.get();
+      }
       GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeGlobalServer(args));
       if (job.plan.start_round > 0 && HoldsParameterSlices(job.schema, served.layout, rank)) {
         if (env.snapshot_dir.empty()) {
@@ -256,6 +300,19 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
     Postoffice& po;
     ~ClearNodeLeft() { po.SetNodeLeftCallback(nullptr); }
   } clear_node_left{po};
+  // TSEngine's messages go to the coordinator the job's gate builds (both on the receive thread).
+  struct TsMessages {
+    Postoffice& po;
+    bool on;
+    ~TsMessages() {
+      if (on) po.UnregisterCustomer(comm::kTsAppId);
+    }
+  } ts_messages{po, c.tsengine.has_value()};
+  if (c.tsengine) {
+    po.RegisterCustomer(comm::kTsAppId, [&served](comm::Message&& m) {
+      if (served.ts_root) served.ts_root->OnMessage(std::move(m));
+    });
+  }
   comm::KvServer server(&po, kAppId, &gate);
   struct StopDgt {  // before `server` goes: DGT's deadline thread answers through it
     ServerJob& served;

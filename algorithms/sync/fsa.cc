@@ -73,7 +73,13 @@ class FsaGlobalServer final : public ServerPolicy {
     // Each slice is held by one local server per data centre, so one push per data centre and round arrives.
     opts.expected_senders = static_cast<int>(job.datacentres.size());
     opts.tier = args.codec;
-    GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, &p->sink_));
+    comm::AggregateSink* sink = &p->sink_;
+    if (args.overlay != nullptr) {  // TSEngine: relayed sums in, the value broadcast through the local servers
+      opts.relayed_pushes = true;
+      args.overlay->SetSink(sink);
+      sink = args.overlay;
+    }
+    GEOMX_ASSIGN_OR_RETURN(p->aggregator_, comm::SyncAggregator::Create(args.layout, opts, sink));
     p->sink_.set_aggregator(p->aggregator_.get());
     if (args.round_done && job.optimizer_where == OptimizerPlacement::kGlobalServer) {
       // A round is over on this server when each of its slices stepped. No slice steps round r + 1 before the
@@ -119,8 +125,9 @@ class FsaLocalServer final : public ServerPolicy {
  public:
   static Result<std::unique_ptr<ServerPolicy>> Create(const LocalServerArgs& args) {
     auto p = std::unique_ptr<FsaLocalServer>(new FsaLocalServer(args.upper));
+    comm::AggregateSink* sink = args.upward != nullptr ? args.upward : &p->sink_;  // TSEngine relays
     GEOMX_ASSIGN_OR_RETURN(p->aggregator_,
-                           comm::SyncAggregator::Create(args.layout, LocalAggregatorOptions(args), &p->sink_));
+                           comm::SyncAggregator::Create(args.layout, LocalAggregatorOptions(args), sink));
     return std::unique_ptr<ServerPolicy>(std::move(p));
   }
   comm::ServerHandler* handler() override { return aggregator_.get(); }
@@ -212,7 +219,7 @@ GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = kName,
     .help = "fully synchronous on both tiers: every worker in every round (HiPS)",
     .traits = {.needs_topology = false, .steps_on_gradients = true, .survives_lost_workers = true,
-               .snapshots = true, .forwards_sums = true},
+               .snapshots = true, .forwards_sums = true, .overlay = true},
     .create = [](const SyncSettings&) -> Result<std::unique_ptr<SyncMode>> { return std::unique_ptr<SyncMode>(new Fsa()); },
     .rules = FsaRules}));
 

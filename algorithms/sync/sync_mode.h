@@ -37,6 +37,7 @@
 #include "comm/key_layout.h"
 #include "comm/kv_link.h"
 #include "comm/kv_server.h"
+#include "comm/tsengine/ts_relay.h"
 #include "comm/van.h"
 #include "engine/base/status.h"
 #include "nn/module.h"
@@ -87,12 +88,19 @@ struct ServerArgs {
   // the job's state after exactly `round` (server snapshots, algorithms/cluster/snapshots.h). Runs on the thread
   // that completed the round; may be empty.
   std::function<void(int64_t round)> round_done;
+  // TSEngine (accelerators.tsengine; modes with SyncModeTraits::overlay): the global server aggregates relayed
+  // pushes (SyncAggregatorOptions::relayed_pushes) and hands its sink to the overlay (TsRoot::SetSink), whose
+  // decorator broadcasts each round's value through the local servers. Null: off.
+  comm::TsRoot* overlay = nullptr;
 };
 
 struct LocalServerArgs : ServerArgs {
   int dc_index = 0;                        // its data centre, in topology order
   int workers = 1;                         // that data centre's workers (pushes per round)
   comm::KvLink* upper = nullptr;           // this local server's link into the global tier
+  // TSEngine (modes with SyncModeTraits::overlay): the sums go to this sink (a comm::TsMember, which relays them)
+  // instead of a ForwardSink on `upper`. Null: off.
+  comm::AggregateSink* upward = nullptr;
 };
 
 // The options of a local server's SyncAggregator: one push per worker of its data centre, the tier's codec.
@@ -179,6 +187,10 @@ struct SyncModeTraits {
   // The local servers forward each round's gradient sum upward slice by slice (comm::ForwardSink, KvLink::
   // PushPullSlice): DGT can carry it (fsa, mixed).
   bool forwards_sums = false;
+  // The global server's rounds take one sum per data centre and answer every data centre the same value, so the
+  // local servers can relay the sums and the value among themselves (TSEngine, comm/tsengine/ts_relay.h;
+  // ServerArgs::overlay, LocalServerArgs::upward) (fsa).
+  bool overlay = false;
 };
 
 // What a mode's recipe rules see (cli/ fills it from the recipe, sync_rules.cc).

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "comm/codec.h"
 #include "comm/kv_worker.h"
@@ -26,6 +27,46 @@ Result<int> ParseNumMerged(const std::string& body) {
     return Status::InvalidArgument("num_merged '" + it->second + "' is not a positive integer");
   }
   return n;
+}
+
+std::string EncodeNodeIds(const std::vector<int>& ids) {
+  std::string text;
+  for (int id : ids) {
+    if (!text.empty()) text.push_back(',');
+    text.append(std::to_string(id));
+  }
+  return text;
+}
+
+Result<std::vector<int>> ParseNodeIds(std::string_view text, const std::string& what) {
+  constexpr size_t kMaxIds = 4096;
+  std::vector<int> ids;
+  std::set<int> seen;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    int id = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    if (ec != std::errc() || p != item.data() + item.size() || id < 1) {
+      return Status::InvalidArgument(what + ": '" + std::string(item) + "' is not a node id");
+    }
+    if (!seen.insert(id).second) return Status::InvalidArgument(what + ": node " + std::to_string(id) + " twice");
+    if (ids.size() == kMaxIds) return Status::InvalidArgument(what + ": more than 4096 node ids");
+    ids.push_back(id);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) return Status::InvalidArgument(what + ": ends with ','");
+  }
+  return ids;
+}
+
+Result<std::vector<int>> ParseCovers(const std::string& body) {
+  if (body.empty()) return std::vector<int>();
+  std::map<std::string, std::string> fields;
+  GEOMX_RETURN_IF_ERROR(DecodeFields(body, &fields));
+  auto it = fields.find(kCoversField);
+  if (it == fields.end()) return std::vector<int>();
+  return ParseNodeIds(it->second, kCoversField);
 }
 
 Result<std::optional<double>> ParseLoss(const std::string& body) {

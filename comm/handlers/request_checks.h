@@ -7,6 +7,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "comm/key_layout.h"
 #include "comm/kv_server.h"
@@ -23,6 +25,15 @@ Result<int> ParseNumMerged(const std::string& body);
 // The sender's training loss (Meta.body field kLossField), or nullopt when absent; kInvalidArgument when it is
 // not a finite number.
 Result<std::optional<double>> ParseLoss(const std::string& body);
+
+// Node ids as a body field's text: "4,6" (EncodeNodeIds) and back. ParseNodeIds: kInvalidArgument naming `what`
+// for anything but a comma-separated list of distinct ids >= 1, at most 4,096 of them ("" is the empty list).
+std::string EncodeNodeIds(const std::vector<int>& ids);
+Result<std::vector<int>> ParseNodeIds(std::string_view text, const std::string& what);
+
+// The other senders a relayed push covers (Meta.body field kCoversField), empty when absent; kInvalidArgument
+// for anything but a comma-separated list of distinct node ids >= 1 (at most 4,096).
+Result<std::vector<int>> ParseCovers(const std::string& body);
 
 // Answers the requests a handler need not dispatch: a kControl request (passed to `on_control`, kUnimplemented when
 // unset), a codec other than the handler's `codec` (the one of its `reducer`), and a round below kInitRound.

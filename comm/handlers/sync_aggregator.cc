@@ -100,6 +100,12 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
   if (!merged.ok()) return server.Respond(req, {}, merged.status());
   Result<std::optional<double>> loss = ParseLoss(meta.body);
   if (!loss.ok()) return server.Respond(req, {}, loss.status());
+  Result<std::vector<int>> covers = ParseCovers(meta.body);
+  if (!covers.ok()) return server.Respond(req, {}, covers.status());
+  if (!covers->empty()) {
+    Status bad = CheckCovers(*covers, meta.sender, po);
+    if (!bad.ok()) return server.Respond(req, {}, bad.WithContext("relayed push from " + who + at));
+  }
 
   std::vector<uint64_t> complete;
   std::shared_ptr<Pending> pending;
@@ -112,6 +118,13 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
       error = CheckKey(req, i, my_rank);
       if (!error.ok()) break;
       KeyState& ks = keys_[wk];
+      for (int c : *covers) {
+        if (Absent(c, meta.round)) {
+          error = Status::FailedPrecondition(KeyText(wk) + at + ": " + who + " relays a contribution of " +
+                                             po->Describe(c) + ", which is not expected in this round");
+        }
+      }
+      if (!error.ok()) break;
       if (Absent(meta.sender, meta.round)) {
         error = Status::FailedPrecondition(KeyText(wk) + at + ": " + who + " is not expected in this round (it " +
                                            "was dropped from the tier, or rejoined for a later round)");
@@ -142,6 +155,13 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
                                           ")");
           break;
         }
+        for (int c : *covers) {
+          if (rs->pushers.count(c) != 0) {
+            error = Status::InvalidArgument(KeyText(wk) + at + ": " + who + " relays a contribution of " +
+                                            po->Describe(c) + ", which already pushed in this round");
+          }
+        }
+        if (!error.ok()) break;
         if (rs->completing || Ready(*rs, meta.round)) {
           error = Status::InvalidArgument(KeyText(wk) + at + ": push from " + who + " beyond the " +
                                           std::to_string(ExpectedIn(meta.round)) + " expected senders");
@@ -170,6 +190,7 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
         RoundState& rs = keys_[wk].rounds[meta.round];
         if (!rs.reducer) rs.reducer = std::move(fresh[i]);
         rs.pushers[meta.sender] = meta.timestamp;
+        for (int c : *covers) rs.pushers[c] = kRelayedTs;
         keys_[wk].last_push_ts[meta.sender] = meta.timestamp;
         rs.reducer->Combine(contributor, req.data[i]);
         rs.contributors += *merged;
@@ -184,6 +205,20 @@ void SyncAggregator::HandlePush(const KvRequest& req, KvServer& server) {
   if (!error.ok()) return server.Respond(req, {}, error);
   if (meta.keys.empty()) return server.Respond(req, {});
   for (uint64_t wk : complete) CompleteRound(wk, meta.round);
+}
+
+Status SyncAggregator::CheckCovers(const std::vector<int>& covers, int sender, Postoffice* po) const {
+  if (!options_.relayed_pushes) {
+    return Status::InvalidArgument("this server takes no relayed pushes (field covers; TSEngine is off)");
+  }
+  for (int c : covers) {
+    const NodeInfo* node = po->FindNode(c);
+    if (c == sender || node == nullptr || node->role != NodeRole::kWorker) {
+      return Status::InvalidArgument("covers node " + std::to_string(c) + ", which is not another worker of the "
+                                     "tier");
+    }
+  }
+  return Status::Ok();
 }
 
 bool SyncAggregator::Absent(int sender, int64_t round) const {

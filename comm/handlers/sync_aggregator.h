@@ -17,6 +17,9 @@
 //     exists; if there is none the sink is asked to FetchInitial (a ForwardSink pulls it from the global tier;
 //     concurrent pulls share one fetch).
 //   * kControl requests are passed to `on_control` (kUnimplemented when unset) and answered with its status.
+// Relayed pushes (options.relayed_pushes): a push covering other senders counts as a push of each of them (each
+// must be a worker of the tier, expected in the round, and not have pushed in it, else the push is refused); the
+// sum it carries is combined once, with its num_merged.
 // Compressed tier (options.tier.compressed, compression/link_plan.h): the tier's payloads are frames; a "sum"
 // reducer reads them ("gx_sum": the sink receives the DENSE sum), the sink answers with DENSE f32 values, and
 // the aggregator encodes each answer once per key and round with tier.answer (its error-feedback state lives
@@ -57,6 +60,9 @@ struct SyncAggregatorOptions {
   int max_open_rounds = 64;          // per key; more is refused (bounded memory)
   std::function<Status(const KvRequest&)> on_control;  // kControl requests; runs on the receive thread
   TierCodec tier;                    // compression of this tier (compression/link_plan.h); default dense
+  // Relayed pushes (TSEngine, comm/tsengine/ts_relay.h): a push whose body names other senders (kCoversField)
+  // holds their contributions too and counts as theirs in its round. Off: such a push is refused.
+  bool relayed_pushes = false;
 };
 
 class SyncAggregator : public ServerHandler {
@@ -130,6 +136,10 @@ class SyncAggregator : public ServerHandler {
   // Whether `sender` is not expected in `round` (removed, or rejoined for a later round), and how many senders
   // are (mu_ held).
   bool Absent(int sender, int64_t round) const;
+  // A relayed push's covered senders: allowed (options), other workers of the tier.
+  Status CheckCovers(const std::vector<int>& covers, int sender, Postoffice* po) const;
+  // The push timestamp recorded for a sender whose contribution came relayed (never a real timestamp).
+  static constexpr int64_t kRelayedTs = INT64_MIN;
   int ExpectedIn(int64_t round) const;
   // Marks every open round that is ready now as completing and returns them, for CompleteRound (mu_ held).
   std::vector<std::pair<uint64_t, int64_t>> TakeReadyRounds();

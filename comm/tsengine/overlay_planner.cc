@@ -58,6 +58,19 @@ int OverlayPlanner::NextReceiver(int sender, const std::vector<int>& candidates,
   return pool[pick(rng_)];
 }
 
+std::optional<int> OverlayPlanner::Probe(int sender, const std::vector<int>& others, int64_t round) {
+  GEOMX_CHECK(!others.empty()) << "Probe without candidates";
+  std::uniform_real_distribution<double> coin(0.0, 1.0);
+  if (coin(rng_) < GreedyProbability(sender, others, round)) return std::nullopt;
+  std::vector<int> unknown;
+  for (int c : others) {
+    if (!Throughput(sender, c, round)) unknown.push_back(c);
+  }
+  const std::vector<int>& pool = unknown.empty() ? others : unknown;
+  std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+  return pool[pick(rng_)];
+}
+
 std::pair<int, int> OverlayPlanner::PairForPush(int a, int b, int server, int64_t round) const {
   if (a == server) return {b, a};
   if (b == server) return {a, b};

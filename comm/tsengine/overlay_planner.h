@@ -49,6 +49,11 @@ class OverlayPlanner {
   // Probability that NextReceiver exploits, for these candidates (for tests and logs).
   double GreedyProbability(int sender, const std::vector<int>& candidates, int64_t round) const;
 
+  // Exploration without a receiver to serve: with probability 1 - GreedyProbability(sender, others, round), a
+  // member of `others` to send a probe to (a link not measured yet, uniformly, or any when all are), else
+  // nullopt. `others` must not be empty.
+  std::optional<int> Probe(int sender, const std::vector<int>& others, int64_t round);
+
   // Push phase: `a` arrived before `b`; returns {sender, receiver}. `server`: the node that must receive everything.
   std::pair<int, int> PairForPush(int a, int b, int server, int64_t round) const;
 

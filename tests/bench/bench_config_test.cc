@@ -213,6 +213,38 @@ TEST(BenchConfig, DgtGoesWithTheGradientModesOnly) {
   EXPECT_TRUE(Has(*plain, "accelerators.dgt.enabled=false"));  // the clean slate
 }
 
+// +tsengine: fsa's presets (flat-ps, hips) take it, and the recipe rules accept what it resolves to; other modes,
+// compression and +dgt are refused by the preset layer, naming +tsengine.
+TEST(BenchConfig, TsEngineGoesWithFsaOnly) {
+  const std::string path = (testing::SourceDir() / "recipes" / "bench_geo2x2.yaml").string();
+  auto base = cli::LoadRecipe(path);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  int resolved = 0;
+  for (const std::string& preset : PresetNames()) {
+    if (preset == "ddp") continue;
+    const bool fsa = preset == "flat-ps" || preset == "hips" || preset == "fsa";
+    for (const char* accs : {"+tsengine", "+tsengine+p3", "+tsengine+bsc", "+tsengine+dgt"}) {
+      const std::string spec = preset + accs;
+      auto c = ResolveConfig(spec, *base);
+      if (!fsa || std::string(accs) == "+tsengine+bsc" || std::string(accs) == "+tsengine+dgt") {
+        ASSERT_FALSE(c.ok()) << spec;
+        EXPECT_NE(c.status().message().find("+tsengine"), std::string::npos) << c.status().message();
+        continue;
+      }
+      ASSERT_TRUE(c.ok()) << spec << ": " << c.status().ToString();
+      EXPECT_TRUE(Has(*c, "accelerators.tsengine.enabled=true")) << spec;
+      auto r = cli::LoadRecipe(path, c->sets);
+      ASSERT_TRUE(r.ok()) << spec << ": " << r.status().message();
+      EXPECT_TRUE(r->accelerators.tsengine) << spec;
+      ++resolved;
+    }
+  }
+  EXPECT_EQ(resolved, 4);  // flat-ps and hips, each with and without +p3
+  auto plain = ResolveConfig("hips", *base);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(Has(*plain, "accelerators.tsengine.enabled=false"));  // the clean slate
+}
+
 // mixed's global server owns the weights (the optimizer steps there), so its sparse presets keep the optimizer
 // there and send the weights down dense; diloco's outer momentum needs the exact deltas, so they go up in FP16 and
 // the answers are sparsified.

@@ -108,6 +108,7 @@ accelerators:
   links: {worker_to_local: none, local_to_global: fp16, global_to_local: mpq, local_to_worker: none}
   p3: {slice_elements: 1000}
   dgt: {block_bytes: 1000, k: 0.5, k_min: 0.1, adaptive: false, alpha: 0.5, channels: 2, deadline: 50ms}
+  tsengine: {max_greedy: 0.8, expiry: 7, ewma: 0.25}
 topology:
   central:
     host: 10.0.0.1
@@ -277,7 +278,7 @@ bool NotInFullRecipe(std::string_view path) {
   // topology.failure_policy: continue and topology.snapshot_every need sync.mode fsa
   // (RecipeTest.FailurePolicyContinueNeedsFsa, RecipeTest.SnapshotsNeedFsaWithTheOptimizerAtTheServers).
   return path == "sync.max_staleness" || path.substr(0, 12) == "sync.dcasgd." || path == "accelerators.p3.enabled" ||
-         path == "accelerators.dgt.enabled" ||
+         path == "accelerators.dgt.enabled" || path == "accelerators.tsengine.enabled" ||
          path == "algorithm.name" || path == "topology.failure_policy" || path == "topology.snapshot_every" ||
          path == "topology.max_restarts" || path == "topology.worker_restarts";
 }
@@ -300,6 +301,33 @@ TEST(RecipeTest, DgtKeysAndTheirRules) {
       {base + "}\nsync: {mode: hfa}\n", "accelerators.dgt.enabled"},
       {base + "}\n  compression: bsc\n", "accelerators.dgt.enabled"},
       {"accelerators: {dgt: {enabled: true}}\n", "accelerators.dgt.enabled"},
+  };
+  for (const auto& [text, key] : bad) {
+    Result<Recipe> r = ParseRecipe(text, "r.yaml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(key), std::string::npos) << text << "\n" << r.status().ToString();
+  }
+}
+
+// accelerators.tsengine: its values and where it applies; every refusal names the key.
+TEST(RecipeTest, TsEngineKeysAndTheirRules) {
+  const std::string base = std::string(kTopologyBase) + "    - {name: dc-b}\naccelerators:\n  tsengine: {enabled: true";
+  Recipe ok = MustParse(base + ", max_greedy: 0.5, expiry: 3, ewma: 0.2}\n");
+  EXPECT_TRUE(ok.accelerators.tsengine);
+  EXPECT_FLOAT_EQ(ok.accelerators.tsengine_max_greedy, 0.5f);
+  EXPECT_EQ(ok.accelerators.tsengine_expiry, 3);
+  EXPECT_FLOAT_EQ(ok.accelerators.tsengine_ewma, 0.2f);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {base + ", max_greedy: 1.5}\n", "accelerators.tsengine.max_greedy"},
+      {base + ", expiry: 0}\n", "accelerators.tsengine.expiry"},
+      {base + ", ewma: 0}\n", "accelerators.tsengine.ewma"},
+      {base + "}\nsync: {mode: mixed}\n", "accelerators.tsengine.enabled"},
+      {base + "}\nsync: {mode: hfa}\n", "accelerators.tsengine.enabled"},
+      {base + "}\n  compression: bsc\n", "accelerators.tsengine.enabled"},
+      {base + "}\n  dgt: {enabled: true}\n", "accelerators.tsengine.enabled"},
+      {"topology:\n  datacentres:\n    - {name: dc-a, servers: 2}\n    - {name: dc-b}\n"
+       "accelerators: {tsengine: {enabled: true}}\n", "accelerators.tsengine.enabled"},
+      {"accelerators: {tsengine: {enabled: true}}\n", "accelerators.tsengine.enabled"},
   };
   for (const auto& [text, key] : bad) {
     Result<Recipe> r = ParseRecipe(text, "r.yaml");

@@ -1,0 +1,720 @@
+#include "comm/tsengine/ts_relay.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <sstream>
+#include <utility>
+
+#include "comm/codec.h"
+#include "comm/handlers/request_checks.h"
+#include "comm/kv_link.h"
+#include "comm/kv_worker.h"
+#include "comm/postoffice.h"
+#include "engine/base/logging.h"
+
+namespace geomx::comm {
+namespace {
+
+// The ops (body field "op") and their fields.
+constexpr const char* kOpField = "op";
+constexpr const char* kAskPush = "ask_push";    // member -> server: my sum is ready
+constexpr const char* kPushTo = "push_to";      // server -> member: pass your sum to "to"
+constexpr const char* kPartial = "partial";     // member -> member: a partial sum ("covers", "num_merged"; 1 frame)
+constexpr const char* kModel = "model";         // -> member: the round's value (1 frame)
+constexpr const char* kModelAck = "model_ack";  // member -> the model's sender
+constexpr const char* kAskPull = "ask_pull";    // member -> server: whom next ("last", "bytes", "seconds")
+constexpr const char* kPullTo = "pull_to";      // server -> member: send the value to "to" (-1: nobody is left)
+
+// Open (slice, round) entries per slice a side keeps at most; beyond, asks are refused (bounded memory).
+constexpr size_t kMaxOpenRoundsPerSlice = 64;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Op {
+  std::string op;
+  std::map<std::string, std::string> fields;
+  uint64_t wire_key = 0;
+  int64_t round = 0;
+};
+
+Result<Op> ParseOp(const Message& msg) {
+  const Meta& meta = msg.meta;
+  if (meta.keys.size() != 1) return Status::InvalidArgument("expected one wire key, got " +
+                                                            std::to_string(meta.keys.size()));
+  if (meta.round < 0) return Status::InvalidArgument("round " + std::to_string(meta.round));
+  Op op;
+  GEOMX_RETURN_IF_ERROR(DecodeFields(meta.body, &op.fields));
+  auto it = op.fields.find(kOpField);
+  if (it == op.fields.end()) return Status::InvalidArgument("no op");
+  op.op = it->second;
+  op.wire_key = meta.keys[0];
+  op.round = meta.round;
+  return op;
+}
+
+template <typename T>
+Result<T> NumberOf(const std::map<std::string, std::string>& fields, const std::string& name, T fallback) {
+  auto it = fields.find(name);
+  if (it == fields.end()) return fallback;
+  T v{};
+  const char* end = it->second.data() + it->second.size();
+  auto [p, ec] = std::from_chars(it->second.data(), end, v);
+  if (ec != std::errc() || p != end) return Status::InvalidArgument(name + " '" + it->second + "' is not a number");
+  return v;
+}
+
+Message MakeOp(uint64_t wire_key, int64_t round, std::map<std::string, std::string> fields,
+               std::vector<Bytes> data) {
+  Message m;
+  m.meta.command = Command::kControl;
+  m.meta.app_id = kTsAppId;
+  m.meta.request = true;
+  m.meta.round = round;
+  m.meta.keys = {wire_key};
+  for (const Bytes& d : data) m.meta.lens.push_back(static_cast<uint32_t>(d.count<float>()));
+  m.meta.body = EncodeFields(fields);
+  m.data = std::move(data);
+  return m;
+}
+
+// The one f32 frame of a partial or a model, of the slice's length.
+Status CheckValueFrame(const Message& msg, const KeyLayout& layout, uint64_t wire_key) {
+  const KeySlice* s = layout.FindWireKey(wire_key);
+  if (s == nullptr) return Status::InvalidArgument("wire key " + std::to_string(wire_key) + " is not in the layout");
+  if (msg.data.size() != 1 || msg.data[0].size() != s->length * sizeof(float)) {
+    return Status::InvalidArgument(KeyText(wire_key) + ": expected one frame of " + std::to_string(s->length) +
+                                   " floats");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string OverlayJson(const RoundOverlay& overlay, const std::string& server,
+                        const std::function<std::string(int)>& name_of) {
+  auto edges = [&](const std::map<std::pair<int, int>, int>& m) {
+    std::string out = "[";
+    for (const auto& [edge, n] : m) {
+      if (out.size() > 1) out += ",";
+      out += "{\"from\":\"" + name_of(edge.first) + "\",\"to\":\"" + name_of(edge.second) +
+             "\",\"slices\":" + std::to_string(n) + "}";
+    }
+    return out + "]";
+  };
+  return "{\"round\":" + std::to_string(overlay.round) + ",\"server\":\"" + server + "\",\"push\":" +
+         edges(overlay.push) + ",\"pull\":" + edges(overlay.pull) + ",\"probe\":" + edges(overlay.probe) + "}";
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// TsRoot
+
+TsRoot::TsRoot(Postoffice* po, KeyLayout layout, std::vector<int> members, int slices, OverlayOptions options,
+               std::function<void(const RoundOverlay&)> on_round)
+    : po_(po),
+      layout_(std::move(layout)),
+      members_(members.begin(), members.end()),
+      slices_(std::max(1, slices)),
+      on_round_(std::move(on_round)),
+      planner_(options) {
+  // The slice whose transfers measure the links: the largest (the least latency-bound) this server holds.
+  uint64_t longest = 0;
+  for (uint64_t key : layout_.keys()) {
+    for (const KeySlice& s : layout_.slices(key)) {
+      if (s.server_rank == po_->my_rank() && s.length > longest) {
+        longest = s.length;
+        measured_ = s.wire_key;
+      }
+    }
+  }
+}
+
+TsRoot::~TsRoot() = default;
+
+bool TsRoot::IsMember(int id) const { return members_.count(id) != 0; }
+
+bool TsRoot::Coordinates(uint64_t wire_key, int64_t round) const {
+  const KeySlice* s = layout_.FindWireKey(wire_key);
+  if (s == nullptr || s->server_rank != po_->my_rank() || round < 0) return false;
+  auto it = broadcast_.find(wire_key);
+  return it == broadcast_.end() || round > it->second;
+}
+
+uint64_t TsRoot::refused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_;
+}
+
+std::optional<double> TsRoot::Throughput(int from, int to, int64_t round) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return planner_.Throughput(from, to, round);
+}
+
+void TsRoot::Send(std::vector<Out> out) {
+  for (Out& o : out) {
+    Status s = po_->Send(o.to, std::move(o.msg));
+    if (!s.ok()) GEOMX_LOG(kWarning) << "tsengine: to " << po_->Describe(o.to) << ": " << s.ToString();
+  }
+  std::vector<RoundOverlay> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready.swap(ready_);
+  }
+  if (on_round_) {
+    for (const RoundOverlay& r : ready) on_round_(r);
+  }
+}
+
+std::optional<double> TsRoot::Rate(int a, int b, int64_t round) const {
+  std::optional<double> t = planner_.Throughput(a, b, round);
+  return t ? t : planner_.Throughput(b, a, round);
+}
+
+void TsRoot::Decide(const Id& id, PushState& ps, std::vector<Out>* out) {
+  const int server = po_->my_id();
+  const int64_t round = id.second;
+  auto tell = [&](int from, int to) {
+    overlays_[round].round = round;
+    overlays_[round].push[{from, to}] += 1;
+    out->push_back({from, MakeOp(id.first, round, {{kOpField, kPushTo}, {"to", std::to_string(to)}}, {})});
+  };
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (auto x = ps.waiting.begin(); x != ps.waiting.end(); ++x) {
+      const std::optional<double> direct = Rate(*x, server, round);
+      // The fastest known link to another waiting member, if it beats the server's.
+      auto partner = ps.waiting.end();
+      double best = direct.value_or(0);
+      for (auto y = ps.waiting.begin(); y != ps.waiting.end(); ++y) {
+        const std::optional<double> r = y == x ? std::nullopt : Rate(*x, *y, round);
+        if (r && *r > best) {
+          best = *r;
+          partner = y;
+        }
+      }
+      if (partner != ps.waiting.end()) {
+        // The merged sum goes on to the server from the receiver: the one with the faster known link to it (an
+        // unknown link counts as the slowest); when neither is known, or both are equal, the faster direction
+        // between the two (OverlayPlanner::PairForPush).
+        const std::optional<double> px = direct, py = Rate(*partner, server, round);
+        auto [from, to] = planner_.PairForPush(*x, *partner, server, round);
+        if ((px || py) && px.value_or(0) != py.value_or(0)) {
+          const bool x_receives = px.value_or(0) > py.value_or(0);
+          from = x_receives ? *partner : *x;
+          to = x_receives ? *x : *partner;
+        }
+        tell(from, to);
+        const int a = *x, b = *partner;
+        ps.waiting.erase(std::remove_if(ps.waiting.begin(), ps.waiting.end(),
+                                        [&](int n) { return n == a || n == b; }),
+                         ps.waiting.end());
+        changed = true;  // `to` asks again once it added the partial in
+        break;
+      }
+      // Wait for a member still to come whose link beats the server's; otherwise push to the server.
+      bool wait = false;
+      for (int z : members_) {
+        const std::optional<double> r = ps.asked.count(z) != 0 ? std::nullopt : Rate(*x, z, round);
+        wait = wait || (r && *r > direct.value_or(0));
+      }
+      if (wait) continue;
+      tell(*x, server);
+      ps.waiting.erase(x);
+      changed = true;
+      break;
+    }
+  }
+}
+
+void TsRoot::OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors, AggregateDone done) {
+  inner_sink_->OnComplete(wire_key, round, std::move(aggregate), contributors,
+                          [this, wire_key, round, done = std::move(done)](Status s, Bytes value) {
+                            if (s.ok()) {
+                              std::vector<Out> out;
+                              {
+                                std::lock_guard<std::mutex> lock(mu_);
+                                const Id id{wire_key, round};
+                                push_.erase(id);
+                                int64_t& latest = broadcast_.try_emplace(wire_key, round).first->second;
+                                latest = std::max(latest, round);
+                                overlays_[round].round = round;
+                                pull_[id] = PullState{value, {}};
+                                RootNext(id, &out);
+                              }
+                              Send(std::move(out));
+                            }
+                            done(s, std::move(value));
+                          });
+}
+
+bool TsRoot::FetchInitial(uint64_t wire_key, AggregateDone done) {
+  return inner_sink_->FetchInitial(wire_key, std::move(done));
+}
+
+void TsRoot::OnLoss(int64_t round, double mean_loss) { inner_sink_->OnLoss(round, mean_loss); }
+
+int TsRoot::NextFor(const Id& id, int from, std::vector<Out>* out, bool force) {
+  auto it = pull_.find(id);
+  if (it == pull_.end()) return -1;
+  // Who `from` may send to, among the members without the value:
+  //   * the server: every member, except one that another member reaches faster than the server does (both
+  //     links known) while the server reaches that other member faster: it is left to be relayed;
+  //   * a member: every member, except one that another holder (the server, or a member that has the value or is
+  //     being sent it) reaches over a known faster link: left to that holder (TSEngine gave the last member to
+  //     whoever asked first, over any link).
+  // Unknown links stay candidates. `force`: no exclusion (the server serving what every holder left).
+  const int server = po_->my_id();
+  const int64_t round = id.second;
+  std::vector<int> candidates;
+  for (int m : members_) {
+    if (it->second.served.count(m) != 0) continue;
+    const std::optional<double> mine = Rate(from, m, round);
+    bool leave = false;
+    if (from == server) {
+      for (int h : members_) {
+        const std::optional<double> hm = h == m ? std::nullopt : Rate(h, m, round), sh = Rate(server, h, round);
+        leave = leave || (mine && hm && sh && *hm > *mine && *sh > *mine);
+      }
+    } else {
+      std::set<int> holders = it->second.served;
+      holders.insert(server);
+      for (int h : holders) {
+        const std::optional<double> r = h == from ? std::nullopt : Rate(h, m, round);
+        leave = leave || (mine && r && *r > *mine);
+      }
+    }
+    if (force || !leave) candidates.push_back(m);
+  }
+  if (candidates.empty()) return -1;
+  // One overlay per round: the n-th receiver `from` picked for an earlier slice of the round is picked again
+  // when it still lacks this slice, so the slices follow one tree instead of each drawing its own (a round lasts
+  // as long as its slowest slice).
+  const int nth = it->second.asks[from]++;
+  int& planned = pull_plan_[{id.second, from, nth}];
+  int to = planned;
+  if (std::find(candidates.begin(), candidates.end(), to) == candidates.end()) {
+    to = planner_.NextReceiver(from, candidates, id.second);
+    planned = to;
+  }
+  it->second.served.insert(to);
+  it->second.active += 1;  // `to` will ask whom to send to next
+  overlays_[id.second].pull[{from, to}] += 1;
+  if (from == po_->my_id()) {
+    root_sends_[{id, to}] = RootSend{Now(), it->second.value.size()};
+    out->push_back({to, MakeOp(id.first, id.second, {{kOpField, kModel}}, {it->second.value})});
+  }
+  if (it->second.served.size() == members_.size()) {  // everyone has it or is about to: the slice's pull is over
+    pull_.erase(it);
+    NoteFinished(id.second);
+  }
+  return to;
+}
+
+int TsRoot::ProbeFor(const Id& id, int from) {
+  // Links between members are measured by the transfers they carry; with the value everywhere, `from` explores
+  // one of them (at most once a round, on the measured slice) with the planner's exploring probability: the
+  // value again to a member that has it, which acks it and drops it.
+  if (id.first != measured_ || !probed_.insert({id.second, from}).second) return -1;
+  std::vector<int> others;
+  for (int m : members_) {
+    if (m != from) others.push_back(m);
+  }
+  if (others.empty()) return -1;
+  const std::optional<int> to = planner_.Probe(from, others, id.second);
+  if (!to) return -1;
+  overlays_[id.second].probe[{from, *to}] += 1;
+  return *to;
+}
+
+void TsRoot::RootNext(const Id& id, std::vector<Out>* out, bool force) {
+  while (NextFor(id, po_->my_id(), out, force) >= 0) {
+  }
+  if (members_.empty() && pull_.erase(id) != 0) NoteFinished(id.second);
+}
+
+void TsRoot::NoteFinished(int64_t round) {
+  if (++finished_[round] < slices_) return;
+  finished_.erase(round);
+  pull_plan_.erase(pull_plan_.begin(), pull_plan_.lower_bound({round + 1, INT_MIN, INT_MIN}));
+  probed_.erase(probed_.begin(), probed_.lower_bound({round - 1, INT_MIN}));  // late asks of the round just before
+  auto it = overlays_.find(round);
+  if (it != overlays_.end()) {
+    ready_.push_back(std::move(it->second));
+    overlays_.erase(it);
+  }
+}
+
+void TsRoot::OnMessage(Message&& msg) {
+  const int from = msg.meta.sender;
+  Result<Op> op = ParseOp(msg);
+  std::vector<Out> out;
+  std::string refused;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!op.ok()) {
+      refused = op.status().message();
+    } else if (!IsMember(from)) {
+      refused = "not a member";
+    } else {
+      const Id id{op->wire_key, op->round};
+      const KeySlice* s = layout_.FindWireKey(id.first);
+      if (s == nullptr || s->server_rank != po_->my_rank()) {
+        refused = KeyText(id.first) + " is not this server's";
+      } else if (op->op == kAskPush) {
+        if (!Coordinates(id.first, id.second)) {
+          refused = KeyText(id.first) + " round " + std::to_string(id.second) + " is over";
+        } else {
+          auto it = push_.find(id);
+          if (it == push_.end()) {
+            if (push_.size() >= kMaxOpenRoundsPerSlice * static_cast<size_t>(slices_)) {
+              refused = "too many open rounds";
+            } else {
+              it = push_.emplace(id, PushState{}).first;
+            }
+          }
+          if (it != push_.end()) {
+            PushState& ps = it->second;
+            if (std::find(ps.waiting.begin(), ps.waiting.end(), from) != ps.waiting.end()) {
+              refused = "asked twice";
+            } else {
+              ps.asked.insert(from);
+              ps.waiting.push_back(from);
+              Decide(id, ps, &out);
+            }
+          }
+        }
+      } else if (op->op == kAskPull) {
+        Result<int> last = NumberOf<int>(op->fields, "last", -1);
+        Result<double> bytes = NumberOf<double>(op->fields, "bytes", 0);
+        Result<double> seconds = NumberOf<double>(op->fields, "seconds", 0);
+        if (!last.ok() || !bytes.ok() || !seconds.ok()) {
+          refused = "malformed ask_pull";
+        } else {
+          if (IsMember(*last) && std::isfinite(*bytes) && std::isfinite(*seconds)) {
+            if (id.first == measured_) planner_.Report(from, *last, *bytes, *seconds, id.second);
+          }
+          int to = NextFor(id, from, &out);
+          auto it = pull_.find(id);
+          if (to < 0 && it != pull_.end() && --it->second.active <= 0) {
+            RootNext(id, &out, /*force=*/true);  // every holder stopped with members left: the server serves them
+          }
+          if (to < 0 && pull_.count(id) == 0) to = ProbeFor(id, from);
+          out.push_back({from, MakeOp(id.first, id.second, {{kOpField, kPullTo}, {"to", std::to_string(to)}}, {})});
+        }
+      } else if (op->op == kModelAck) {
+        auto it = root_sends_.find({id, from});
+        if (it == root_sends_.end()) {
+          refused = "unexpected model_ack";
+        } else {
+          if (id.first == measured_) planner_.Report(po_->my_id(), from, static_cast<double>(it->second.bytes), Now() - it->second.sent_at,
+                          id.second);
+          root_sends_.erase(it);
+        }
+      } else {
+        refused = "unexpected op '" + op->op + "'";
+      }
+    }
+    if (!refused.empty()) ++refused_;
+  }
+  if (!refused.empty()) {
+    GEOMX_LOG(kWarning) << "tsengine: " << po_->self().name << " dropped a message from " << po_->Describe(from)
+                        << ": " << refused;
+  }
+  Send(std::move(out));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// TsMember
+
+TsMember::TsMember(KvLink* upper, std::vector<int> members)
+    : upper_(upper),
+      po_(upper->kv()->postoffice()),
+      members_(members.begin(), members.end()),
+      initial_(upper) {
+  po_->RegisterCustomer(kTsAppId, [this](Message&& m) { OnMessage(std::move(m)); });
+}
+
+TsMember::~TsMember() { po_->UnregisterCustomer(kTsAppId); }
+
+uint64_t TsMember::refused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_;
+}
+
+int TsMember::ServerOf(uint64_t wire_key) const {
+  const KeySlice* s = upper_->layout().FindWireKey(wire_key);
+  if (s == nullptr) return -1;
+  const std::vector<int> servers = po_->ServerIds();
+  return s->server_rank < static_cast<int>(servers.size()) ? servers[s->server_rank] : -1;
+}
+
+Status TsMember::SendOp(int to, const Id& id, std::map<std::string, std::string> fields, std::vector<Bytes> data) {
+  return po_->Send(to, MakeOp(id.first, id.second, std::move(fields), std::move(data)));
+}
+
+void TsMember::Refuse(const Message& msg, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++refused_;
+  }
+  GEOMX_LOG(kWarning) << "tsengine: " << po_->self().name << " dropped a message from "
+                      << po_->Describe(msg.meta.sender) << ": " << why;
+}
+
+bool TsMember::FetchInitial(uint64_t wire_key, AggregateDone done) {
+  return initial_.FetchInitial(wire_key, std::move(done));
+}
+
+void TsMember::OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors, AggregateDone done) {
+  const KeySlice* s = upper_->layout().FindWireKey(wire_key);
+  const int server = ServerOf(wire_key);
+  if (s == nullptr || server < 0 || aggregate.size() != s->length * sizeof(float)) {
+    return done(Status::FailedPrecondition("tsengine: " + KeyText(wire_key) + " is not a dense slice of the "
+                                           "global tier's layout"),
+                Bytes());
+  }
+  const Id id{wire_key, round};
+  bool ask = false, forward = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Round& r = rounds_[id];  // may exist: asked early, or partials already in
+    if (r.ready) {
+      return done(Status::Internal("tsengine: " + KeyText(wire_key) + " round " + std::to_string(round) +
+                                   " completed twice"),
+                  Bytes());
+    }
+    const float* mine = aggregate.as<float>();
+    if (r.sum.empty()) {
+      r.sum.assign(mine, mine + s->length);
+    } else {
+      for (size_t i = 0; i < r.sum.size(); ++i) r.sum[i] += mine[i];
+    }
+    r.merged += contributors;
+    r.done = std::move(done);
+    r.ready = true;
+    forward = r.target >= 0;
+    ask = !forward && !r.asked;
+    r.asked = true;
+  }
+  if (forward) return Forward(id);
+  if (ask) Ask(id);
+}
+
+void TsMember::Ask(const Id& id) {
+  const int server = ServerOf(id.first);
+  Status sent = SendOp(server, id, {{kOpField, kAskPush}});
+  if (!sent.ok()) Fail(id, sent.WithContext("asking " + po_->Describe(server)));
+}
+
+void TsMember::Fail(const Id& id, const Status& s) {
+  AggregateDone done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rounds_.find(id);
+    if (it == rounds_.end()) return;
+    done = std::move(it->second.done);
+    rounds_.erase(it);
+  }
+  if (done) done(s.WithContext("tsengine: " + KeyText(id.first) + " round " + std::to_string(id.second)), Bytes());
+}
+
+void TsMember::OnMessage(Message&& msg) {
+  Result<Op> op = ParseOp(msg);
+  if (!op.ok()) return Refuse(msg, op.status().message());
+  const Id id{op->wire_key, op->round};
+  const int from = msg.meta.sender;
+  const int server = ServerOf(id.first);
+  if (server < 0) return Refuse(msg, KeyText(id.first) + " is not in the global tier's layout");
+  const bool from_member = members_.count(from) != 0 && from != po_->my_id();
+  if (op->op == kPushTo || op->op == kPullTo) {
+    if (from != server) return Refuse(msg, op->op + " not from the slice's server");
+    Result<int> to = NumberOf<int>(op->fields, "to", -2);
+    if (!to.ok() || *to < -1) return Refuse(msg, "malformed " + op->op);
+    return op->op == kPushTo ? OnPushTo(id, *to) : OnPullTo(id, *to);
+  }
+  if (op->op == kPartial && from_member) return OnPartial(msg, id);
+  if (op->op == kModel && (from_member || from == server)) return OnModel(msg, id);
+  if (op->op == kModelAck && from_member) return OnModelAck(msg, id);
+  Refuse(msg, "unexpected op '" + op->op + "'");
+}
+
+void TsMember::OnPushTo(const Id& id, int to) {
+  const int server = ServerOf(id.first);
+  if (to != server && (members_.count(to) == 0 || to == po_->my_id())) {
+    GEOMX_LOG(kWarning) << "tsengine: push_to " << to << " is neither the server nor another member";
+    return;
+  }
+  bool forward = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rounds_.find(id);
+    if (it == rounds_.end() || !it->second.asked || it->second.forwarded || it->second.target >= 0) {
+      ++refused_;
+      GEOMX_LOG(kWarning) << "tsengine: unexpected push_to for " << KeyText(id.first) << " round " << id.second;
+      return;
+    }
+    it->second.target = to;
+    forward = it->second.ready;  // else when the data centre's sum is complete
+  }
+  if (forward) Forward(id);
+}
+
+void TsMember::Forward(const Id& id) {
+  Round r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rounds_.find(id);
+    if (it == rounds_.end() || it->second.forwarded) return;
+    it->second.forwarded = true;
+    r.sum = std::move(it->second.sum);
+    r.covers = it->second.covers;
+    r.merged = it->second.merged;
+    r.target = it->second.target;
+  }
+  if (r.target == ServerOf(id.first)) {
+    RawRequest req;
+    req.command = Command::kPush;
+    req.round = id.second;
+    req.num_merged = r.merged;
+    req.wire_keys = {id.first};
+    req.payloads = {Bytes::CopyVector(r.sum)};
+    req.fields[kCoversField] = EncodeNodeIds(r.covers);
+    upper_->SendRaw(std::move(req), [this, id](Status s, std::vector<Bytes>) {
+      if (!s.ok()) Fail(id, s);
+    });
+    return;
+  }
+  std::vector<int> covers = r.covers;
+  covers.insert(covers.begin(), po_->my_id());
+  Status s = SendOp(r.target, id,
+                    {{kOpField, kPartial}, {kCoversField, EncodeNodeIds(covers)},
+                     {kNumMergedField, std::to_string(r.merged)}},
+                    {Bytes::CopyVector(r.sum)});
+  if (!s.ok()) Fail(id, s);
+}
+
+void TsMember::OnPartial(const Message& msg, const Id& id) {
+  Status frame = CheckValueFrame(msg, upper_->layout(), id.first);
+  if (!frame.ok()) return Refuse(msg, frame.message());
+  std::map<std::string, std::string> fields;
+  (void)DecodeFields(msg.meta.body, &fields);  // the op was decoded from it already
+  Result<std::vector<int>> covers = ParseNodeIds(fields[kCoversField], kCoversField);
+  Result<int> merged = NumberOf<int>(fields, kNumMergedField, 0);
+  if (!covers.ok() || !merged.ok() || *merged < 1) return Refuse(msg, "malformed partial");
+  if (std::find(covers->begin(), covers->end(), msg.meta.sender) == covers->end()) {
+    return Refuse(msg, "a partial that does not cover its sender");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rounds_.find(id);
+    std::string why;
+    if (it == rounds_.end() || !it->second.asked || it->second.forwarded || it->second.target >= 0) {
+      why = "a partial this member was not waiting for";
+    }
+    for (int c : *covers) {
+      if (!why.empty()) break;
+      if (members_.count(c) == 0 || c == po_->my_id()) why = "covers node " + std::to_string(c) + ", not another member";
+      if (std::find(it->second.covers.begin(), it->second.covers.end(), c) != it->second.covers.end()) {
+        why = "covers node " + std::to_string(c) + " twice";
+      }
+    }
+    if (!why.empty()) {
+      ++refused_;
+      GEOMX_LOG(kWarning) << "tsengine: " << po_->self().name << " dropped a partial: " << why;
+      return;
+    }
+    Round& r = it->second;
+    const float* add = msg.data[0].as<float>();
+    if (r.sum.empty()) {
+      r.sum.assign(add, add + msg.data[0].count<float>());
+    } else {
+      for (size_t i = 0; i < r.sum.size(); ++i) r.sum[i] += add[i];
+    }
+    r.covers.insert(r.covers.end(), covers->begin(), covers->end());
+    r.merged += *merged;
+  }
+  Ask(id);  // the coordinator decides again, with this member's sum now holding the partial
+}
+
+void TsMember::OnModel(const Message& msg, const Id& id) {
+  Status frame = CheckValueFrame(msg, upper_->layout(), id.first);
+  if (!frame.ok()) return Refuse(msg, frame.message());
+  Status acked = SendOp(msg.meta.sender, id, {{kOpField, kModelAck}});
+  if (!acked.ok()) GEOMX_LOG(kWarning) << "tsengine: ack: " << acked.ToString();
+  AggregateDone done;
+  const Id next{id.first, id.second + 1};
+  bool ask_next = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rounds_.find(id);
+    auto delivered = delivered_.find(id.first);
+    if (delivered != delivered_.end() && id.second <= delivered->second) return;  // a second copy (a probe)
+    if (it == rounds_.end() || !it->second.forwarded || !it->second.done) {
+      ++refused_;
+      GEOMX_LOG(kWarning) << "tsengine: " << po_->self().name << " dropped an unexpected model of "
+                          << KeyText(id.first) << " round " << id.second;
+      return;
+    }
+    done = std::move(it->second.done);
+    rounds_.erase(it);
+    delivered_[id.first] = id.second;
+    relays_[id] = Relay{msg.data[0], -1, 0};
+    // Asks for the next round's push at once, so the coordinator's answer travels while the workers compute.
+    Round& n = rounds_[next];
+    ask_next = !n.asked;
+    n.asked = true;
+  }
+  done(Status::Ok(), msg.data[0]);
+  AskPull(id, -1, 0, 0);
+  if (ask_next) Ask(next);
+}
+
+void TsMember::AskPull(const Id& id, int last, double bytes, double seconds) {
+  Status s = SendOp(ServerOf(id.first), id,
+                    {{kOpField, kAskPull}, {"last", std::to_string(last)}, {"bytes", NumberField(bytes)},
+                     {"seconds", NumberField(seconds)}});
+  if (!s.ok()) GEOMX_LOG(kWarning) << "tsengine: ask_pull: " << s.ToString();
+}
+
+void TsMember::OnPullTo(const Id& id, int to) {
+  Bytes value;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = relays_.find(id);
+    if (it == relays_.end()) {
+      ++refused_;
+      return;
+    }
+    if (to < 0 || members_.count(to) == 0 || to == po_->my_id()) {
+      relays_.erase(it);
+      return;
+    }
+    it->second.last = to;
+    it->second.sent_at = Now();
+    value = it->second.value;
+  }
+  Status s = SendOp(to, id, {{kOpField, kModel}}, {value});
+  if (!s.ok()) GEOMX_LOG(kWarning) << "tsengine: model to " << po_->Describe(to) << ": " << s.ToString();
+}
+
+void TsMember::OnModelAck(const Message& msg, const Id& id) {
+  double bytes = 0, seconds = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = relays_.find(id);
+    if (it == relays_.end() || it->second.last != msg.meta.sender) {
+      ++refused_;
+      return;
+    }
+    bytes = static_cast<double>(it->second.value.size());
+    seconds = Now() - it->second.sent_at;
+  }
+  AskPull(id, msg.meta.sender, bytes, seconds);
+}
+
+}  // namespace geomx::comm

@@ -1,0 +1,234 @@
+// TSEngine's relays (../shared/reference/accelerators.md §2; docs/accelerators.md "TSEngine"): the local servers of
+// an fsa job pass their sums to each other and the new model on to each other, in an overlay the global server
+// chooses transfer by transfer from measured link throughput (OverlayPlanner), instead of each one talking to the
+// global server over its own link.
+//
+// Placement: between data centres (the local servers and the global servers of the global tier). The coordinator
+// of a slice is the global server that holds it (TSEngine's is the tier's scheduler): every transfer of the slice
+// involves it anyway, so its decisions cost no extra hop, and with several global servers each coordinates its own
+// slices with its own throughput table. One local server per data centre (every slice has one sender per data
+// centre).
+//
+// One slice, one round (members: the local servers; S: the slice's global server):
+//   push    a member whose data-centre sum is complete asks S (kAskPush). S keeps a queue that starts with S
+//           itself; whenever two are queued it pairs them in arrival order: with S, the other one pushes to S (a
+//           plain kPush through its KvLink, body field covers = the members whose sums it holds); two members: the
+//           one whose measured link to the other is faster sends its partial sum to the other (kPartial), which
+//           adds it in and asks again. S rejoins the queue each time a relayed push reaches it. The push that
+//           completes the round at S's SyncAggregator (relayed_pushes) makes the optimizer step as usual.
+//   pull    S sends the new value to one member at a time (kModel; the receiver acks, kModelAck), each time to
+//           OverlayPlanner::NextReceiver among the members without it (epsilon-greedy on the measured
+//           throughputs), and every member that has it does the same by asking S (kAskPull, reporting the
+//           throughput of its last transfer; S answers kPullTo with the next receiver, or -1 when all have it).
+//           A member hands the value to its data centre (the local workers' answers) as soon as it arrives.
+// Throughput: wall-clock bytes per second of each model transfer, send to ack, fed to the planner (its moving
+// average and expiry). Only pull transfers are timed, as in TSEngine; the push pairing reuses the same table.
+//
+// Messages: Meta.command kControl, app id kTsAppId, keys {wire key}, round, body fields (comm/codec.h) "op" and
+// the op's fields, one f32 frame for kPartial and kModel (docs/wire_format.md "TSEngine"). Everything a peer sends
+// is checked: the sender must be a member (or, for what only S sends, S), the slice one the receiver knows, the
+// lengths the layout's; anything else is logged, counted (refused()) and dropped. Nothing a message claims sizes
+// an allocation beyond the layout's slice length, and each side keeps at most a bounded number of open rounds.
+//
+// Errors: a member that gets no answer (a lost peer) stalls only that slice's round: the local workers' requests
+// time out (topology.timeouts.request) and the job fails naming them, as any lost answer does.
+// Thread-safety: both classes are thread-safe; their handlers run on the global Postoffice's receive thread and
+// never block (sends are queued by the Van). Ownership: borrow the Postoffice, the KvLink and the inner handler and
+// sink, which must outlive them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "comm/handlers/aggregate_sink.h"
+#include "comm/handlers/forward_sink.h"
+#include "comm/key_layout.h"
+#include "comm/kv_server.h"
+#include "comm/tsengine/overlay_planner.h"
+
+namespace geomx::comm {
+
+class KvLink;
+class Postoffice;
+
+// The Customer app id of TSEngine's messages on the global tier.
+inline constexpr int kTsAppId = 9;
+
+// The overlay one global server chose in one round, over all its slices: transfers per directed pair of nodes.
+struct RoundOverlay {
+  int64_t round = 0;
+  std::map<std::pair<int, int>, int> push;  // (from, to) -> slices; to is the server for the final pushes
+  std::map<std::pair<int, int>, int> pull;  // (from, to) -> slices
+  std::map<std::pair<int, int>, int> probe;  // (from, to) -> exploring transfers of a value the receiver had
+};
+
+// One JSON line for overlays.jsonl: {"round":R,"server":"...","push":[{"from":"dc-c/server0","to":
+// "dc-b/server0","slices":N},...],"pull":[...]}; `name_of` gives each node id's name.
+std::string OverlayJson(const RoundOverlay& overlay, const std::string& server,
+                        const std::function<std::string(int)>& name_of);
+
+// The global server's side: the coordinator of its slices, and an AggregateSink decorator (the round's value, once
+// the inner sink answered it, is what it broadcasts).
+class TsRoot : public AggregateSink {
+ public:
+  // `members`: the node ids of the local servers (one per data centre). `slices`: how many slices this server holds
+  // (a round's overlay is reported once all of them were broadcast). `on_round` (may be empty) gets each round's
+  // overlay, on the thread that finished it.
+  // The caller registers the customer kTsAppId on `po` and passes its messages to OnMessage (a global server
+  // builds its policies inside a handler, where registering would wait for itself).
+  TsRoot(Postoffice* po, KeyLayout layout, std::vector<int> members, int slices, OverlayOptions options,
+         std::function<void(const RoundOverlay&)> on_round);
+  ~TsRoot() override;
+
+  TsRoot(const TsRoot&) = delete;
+  TsRoot& operator=(const TsRoot&) = delete;
+
+  // Set once, before anything is served: the policy's sink that this decorates (ServerArgs::overlay).
+  void SetSink(AggregateSink* sink) { inner_sink_ = sink; }
+
+  void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors, AggregateDone done) override;
+  bool FetchInitial(uint64_t wire_key, AggregateDone done) override;
+  void OnLoss(int64_t round, double mean_loss) override;
+  // A kTsAppId message (the Postoffice's receive thread).
+  void OnMessage(Message&& msg);
+
+  uint64_t refused() const;
+  // Measured throughput of a link (the largest slice's transfers; tests, logs).
+  std::optional<double> Throughput(int from, int to, int64_t round) const;
+
+ private:
+  using Id = std::pair<uint64_t, int64_t>;  // wire key, round
+  struct PushState {
+    std::vector<int> waiting;  // members whose sum is ready, in arrival order
+    std::set<int> asked;       // members that asked at least once (the others are still to come)
+  };
+  struct PullState {
+    Bytes value;
+    std::set<int> served;
+    std::map<int, int> asks;  // sender -> receivers it was given so far
+    int active = 0;           // members given the value that were not yet told "nobody is left"
+  };
+  struct RootSend {  // one of the server's own transfers in flight
+    double sent_at = 0;
+    size_t bytes = 0;
+  };
+  struct Out {
+    int to;
+    Message msg;
+  };
+
+  // Where each waiting member passes its sum (mu_ held); decisions go to `out`.
+  void Decide(const Id& id, PushState& ps, std::vector<Out>* out);
+  // The measured bytes/s between two nodes, either direction (the links are taken as symmetric), as of `round`.
+  std::optional<double> Rate(int a, int b, int64_t round) const;
+  // The server sends the value to every receiver it picks (its links to the data centres are its own, so its
+  // transfers run side by side); `force`: to every member still without it (mu_ held).
+  void RootNext(const Id& id, std::vector<Out>* out, bool force = false);
+  // Picks the next receiver for `from` and records it (the server's pick is sent at once); -1 when nobody is
+  // left for `from` (mu_ held).
+  int NextFor(const Id& id, int from, std::vector<Out>* out, bool force = false);
+  // A member that has nobody left to send to may explore a link to another member: its target, or -1 (mu_ held).
+  int ProbeFor(const Id& id, int from);
+  void NoteFinished(int64_t round);  // mu_ held; may call on_round_ (after unlocking: see Flush)
+  void Send(std::vector<Out> out);
+  bool IsMember(int id) const;
+  // Whether (wire key, round) is a slice this server holds and a round it can still coordinate (mu_ held).
+  bool Coordinates(uint64_t wire_key, int64_t round) const;
+
+  Postoffice* const po_;
+  const KeyLayout layout_;
+  const std::set<int> members_;
+  const int slices_;
+  const std::function<void(const RoundOverlay&)> on_round_;
+  AggregateSink* inner_sink_ = nullptr;
+
+  mutable std::mutex mu_;
+  // GUARDED_BY(mu_). Fed by the transfers of one slice, `measured_`, the largest: transfers of one size compare
+  // links, not sizes (a small slice's transfer is latency-bound, a large one's bandwidth-bound).
+  OverlayPlanner planner_;
+  uint64_t measured_ = 0;
+  // GUARDED_BY(mu_): (round, sender, n) -> the n-th receiver that sender was given in the round's pull.
+  std::map<std::tuple<int64_t, int, int>, int> pull_plan_;
+  std::set<std::pair<int64_t, int>> probed_;  // GUARDED_BY(mu_): (round, member) that explored a link
+  std::map<Id, PushState> push_;              // GUARDED_BY(mu_)
+  std::map<Id, PullState> pull_;              // GUARDED_BY(mu_)
+  std::map<std::pair<Id, int>, RootSend> root_sends_;  // GUARDED_BY(mu_): (slice and round, receiver)
+  std::map<uint64_t, int64_t> broadcast_;     // GUARDED_BY(mu_): wire key -> latest round broadcast
+  std::map<int64_t, RoundOverlay> overlays_;  // GUARDED_BY(mu_): rounds not reported yet
+  std::map<int64_t, int> finished_;           // GUARDED_BY(mu_): slices whose pull is over, per round
+  std::vector<RoundOverlay> ready_;           // GUARDED_BY(mu_): finished rounds, reported outside the lock
+  uint64_t refused_ = 0;                      // GUARDED_BY(mu_)
+};
+
+// A local server's side: the AggregateSink its data centre's aggregator hands each completed sum to (instead of a
+// plain ForwardSink). Initial values are pulled straight from the global tier (FetchInitial, as ForwardSink).
+class TsMember : public AggregateSink {
+ public:
+  // `upper`: the local server's dense link into the global tier (its KvWorker's Postoffice is the one the
+  // messages travel on). `members`: the node ids of all local servers in the global tier.
+  TsMember(KvLink* upper, std::vector<int> members);
+  ~TsMember() override;  // unregisters the app; pending rounds' done callbacks are dropped
+
+  TsMember(const TsMember&) = delete;
+  TsMember& operator=(const TsMember&) = delete;
+
+  void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors, AggregateDone done) override;
+  bool FetchInitial(uint64_t wire_key, AggregateDone done) override;
+
+  uint64_t refused() const;
+
+ private:
+  using Id = std::pair<uint64_t, int64_t>;
+  struct Round {
+    std::vector<float> sum;   // the data centre's sum plus the partials added in; empty once passed on
+    std::vector<int> covers;  // the other members whose sums `sum` holds
+    int merged = 0;
+    AggregateDone done;       // null once answered
+    bool ready = false;       // the data centre's own sum is in
+    bool asked = false;       // the coordinator was asked (early: when the previous round's value arrived)
+    int target = -1;          // where to pass the sum (push_to), once told
+    bool forwarded = false;
+  };
+  struct Relay {
+    Bytes value;
+    int last = -1;
+    double sent_at = 0;
+  };
+
+  void OnMessage(Message&& msg);
+  void Ask(const Id& id);
+  // Passes the round's sum to its target (both known).
+  void Forward(const Id& id);
+  // Answers the round's done with `s` and forgets the round.
+  void Fail(const Id& id, const Status& s);
+  void OnPushTo(const Id& id, int to);
+  void OnPartial(const Message& msg, const Id& id);
+  void OnModel(const Message& msg, const Id& id);
+  void OnPullTo(const Id& id, int to);
+  void OnModelAck(const Message& msg, const Id& id);
+  void AskPull(const Id& id, int last, double bytes, double seconds);
+  Status SendOp(int to, const Id& id, std::map<std::string, std::string> fields, std::vector<Bytes> data = {});
+  int ServerOf(uint64_t wire_key) const;
+  void Refuse(const Message& msg, const std::string& why);
+
+  KvLink* const upper_;
+  Postoffice* const po_;
+  const std::set<int> members_;
+  ForwardSink initial_;
+
+  mutable std::mutex mu_;
+  std::map<Id, Round> rounds_;   // GUARDED_BY(mu_)
+  std::map<Id, Relay> relays_;   // GUARDED_BY(mu_)
+  std::map<uint64_t, int64_t> delivered_;  // GUARDED_BY(mu_): wire key -> latest round whose value arrived
+  uint64_t refused_ = 0;         // GUARDED_BY(mu_)
+};
+
+}  // namespace geomx::comm
