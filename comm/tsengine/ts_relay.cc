@@ -27,6 +27,8 @@ constexpr const char* kModel = "model";         // -> member: the round's value 
 constexpr const char* kModelAck = "model_ack";  // member -> the model's sender
 constexpr const char* kAskPull = "ask_pull";    // member -> server: whom next ("last", "bytes", "seconds")
 constexpr const char* kPullTo = "pull_to";      // server -> member: send the value to "to" (-1: nobody is left)
+// kModel and kPullTo: "1" when the transfer is timed (the measured slice): the receiver of the model acks it.
+constexpr const char* kAckField = "ack";
 
 // Open (slice, round) entries per slice a side keeps at most; beyond, asks are refused (bounded memory).
 constexpr size_t kMaxOpenRoundsPerSlice = 64;
@@ -258,7 +260,7 @@ bool TsRoot::FetchInitial(uint64_t wire_key, AggregateDone done) {
 
 void TsRoot::OnLoss(int64_t round, double mean_loss) { inner_sink_->OnLoss(round, mean_loss); }
 
-int TsRoot::NextFor(const Id& id, int from, std::vector<Out>* out, bool force) {
+int TsRoot::NextFor(const Id& id, int from, bool force) {
   auto it = pull_.find(id);
   if (it == pull_.end()) return -1;
   // Who `from` may send to, among the members without the value:
@@ -304,10 +306,6 @@ int TsRoot::NextFor(const Id& id, int from, std::vector<Out>* out, bool force) {
   it->second.served.insert(to);
   it->second.active += 1;  // `to` will ask whom to send to next
   overlays_[id.second].pull[{from, to}] += 1;
-  if (from == po_->my_id()) {
-    root_sends_[{id, to}] = RootSend{Now(), it->second.value.size()};
-    out->push_back({to, MakeOp(id.first, id.second, {{kOpField, kModel}}, {it->second.value})});
-  }
   if (it->second.served.size() == members_.size()) {  // everyone has it or is about to: the slice's pull is over
     pull_.erase(it);
     NoteFinished(id.second);
@@ -332,9 +330,44 @@ int TsRoot::ProbeFor(const Id& id, int from) {
 }
 
 void TsRoot::RootNext(const Id& id, std::vector<Out>* out, bool force) {
-  while (NextFor(id, po_->my_id(), out, force) >= 0) {
+  auto it = pull_.find(id);
+  if (it == pull_.end()) return;
+  const Bytes value = it->second.value;  // NextFor forgets the slice's pull once everyone is served
+  std::vector<int> targets;
+  for (int to = NextFor(id, po_->my_id(), force); to >= 0; to = NextFor(id, po_->my_id(), force)) {
+    targets.push_back(to);
   }
   if (members_.empty() && pull_.erase(id) != 0) NoteFinished(id.second);
+  // Only the measured slice's transfers are acked (and timed). When the server served everyone, its receivers
+  // are told so ("next" -1: nobody to ask for) and may be given a link to explore at once ("probe").
+  const bool everyone = pull_.count(id) == 0;
+  const int server = po_->my_id();
+  const int64_t next_round = id.second + 1;
+  for (int to : targets) {
+    std::map<std::string, std::string> fields = {{kOpField, kModel}, {kAckField, id.first == measured_ ? "1" : "0"}};
+    // A member with no known link to another member faster than its link to the server pushes its next sum
+    // straight to the server whoever comes first (Decide would say so), so it is told now and need not ask:
+    // no round trip before its push. It counts as having asked, so nobody waits for it.
+    bool direct = push_.size() < kMaxOpenRoundsPerSlice * static_cast<size_t>(slices_);
+    const double to_server = Rate(to, server, next_round).value_or(0);
+    for (int z : members_) {
+      const std::optional<double> r = z == to ? std::nullopt : Rate(to, z, next_round);
+      direct = direct && !(r && *r > to_server);
+    }
+    if (direct) {
+      push_[{id.first, next_round}].asked.insert(to);
+      overlays_[next_round].round = next_round;
+      overlays_[next_round].push[{to, server}] += 1;
+      fields["direct"] = "1";
+    }
+    if (id.first == measured_) root_sends_[{id, to}] = RootSend{Now(), value.size()};
+    if (everyone) {
+      fields["next"] = "-1";
+      const int probe = ProbeFor(id, to);
+      if (probe >= 0) fields["probe"] = std::to_string(probe);
+    }
+    out->push_back({to, MakeOp(id.first, id.second, std::move(fields), {value})});
+  }
 }
 
 void TsRoot::NoteFinished(int64_t round) {
@@ -398,13 +431,17 @@ void TsRoot::OnMessage(Message&& msg) {
           if (IsMember(*last) && std::isfinite(*bytes) && std::isfinite(*seconds)) {
             if (id.first == measured_) planner_.Report(from, *last, *bytes, *seconds, id.second);
           }
-          int to = NextFor(id, from, &out);
+          int to = NextFor(id, from);
           auto it = pull_.find(id);
           if (to < 0 && it != pull_.end() && --it->second.active <= 0) {
             RootNext(id, &out, /*force=*/true);  // every holder stopped with members left: the server serves them
           }
           if (to < 0 && pull_.count(id) == 0) to = ProbeFor(id, from);
-          out.push_back({from, MakeOp(id.first, id.second, {{kOpField, kPullTo}, {"to", std::to_string(to)}}, {})});
+          out.push_back({from, MakeOp(id.first, id.second,
+                                      {{kOpField, kPullTo},
+                                       {"to", std::to_string(to)},
+                                       {kAckField, id.first == measured_ ? "1" : "0"}},
+                                      {})});
         }
       } else if (op->op == kModelAck) {
         auto it = root_sends_.find({id, from});
@@ -535,7 +572,7 @@ void TsMember::OnMessage(Message&& msg) {
     if (from != server) return Refuse(msg, op->op + " not from the slice's server");
     Result<int> to = NumberOf<int>(op->fields, "to", -2);
     if (!to.ok() || *to < -1) return Refuse(msg, "malformed " + op->op);
-    return op->op == kPushTo ? OnPushTo(id, *to) : OnPullTo(id, *to);
+    return op->op == kPushTo ? OnPushTo(id, *to) : OnPullTo(id, *to, op->fields[kAckField] == "1");
   }
   if (op->op == kPartial && from_member) return OnPartial(msg, id);
   if (op->op == kModel && (from_member || from == server)) return OnModel(msg, id);
@@ -644,16 +681,27 @@ void TsMember::OnPartial(const Message& msg, const Id& id) {
 void TsMember::OnModel(const Message& msg, const Id& id) {
   Status frame = CheckValueFrame(msg, upper_->layout(), id.first);
   if (!frame.ok()) return Refuse(msg, frame.message());
-  Status acked = SendOp(msg.meta.sender, id, {{kOpField, kModelAck}});
-  if (!acked.ok()) GEOMX_LOG(kWarning) << "tsengine: ack: " << acked.ToString();
+  std::map<std::string, std::string> fields;
+  (void)DecodeFields(msg.meta.body, &fields);  // the op was decoded from it already
+  Result<int> next = NumberOf<int>(fields, "next", -2);
+  Result<int> probe = NumberOf<int>(fields, "probe", -1);
+  if (!next.ok() || !probe.ok()) return Refuse(msg, "malformed model");
+  if (fields[kAckField] == "1") {
+    Status acked = SendOp(msg.meta.sender, id, {{kOpField, kModelAck}});
+    if (!acked.ok()) GEOMX_LOG(kWarning) << "tsengine: ack: " << acked.ToString();
+  }
+  // "next" -1: the server served everyone, nobody to ask for; "probe": a member to send it to anyway (timed).
+  const bool relay = *next != -1;
+  const bool explore = !relay && members_.count(*probe) != 0 && *probe != po_->my_id();
+  const bool direct = fields["direct"] == "1" && msg.meta.sender == ServerOf(id.first);
   AggregateDone done;
-  const Id next{id.first, id.second + 1};
+  const Id next_round{id.first, id.second + 1};
   bool ask_next = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = rounds_.find(id);
     auto delivered = delivered_.find(id.first);
     if (delivered != delivered_.end() && id.second <= delivered->second) return;  // a second copy (a probe)
+    auto it = rounds_.find(id);
     if (it == rounds_.end() || !it->second.forwarded || !it->second.done) {
       ++refused_;
       GEOMX_LOG(kWarning) << "tsengine: " << po_->self().name << " dropped an unexpected model of "
@@ -663,15 +711,20 @@ void TsMember::OnModel(const Message& msg, const Id& id) {
     done = std::move(it->second.done);
     rounds_.erase(it);
     delivered_[id.first] = id.second;
-    relays_[id] = Relay{msg.data[0], -1, 0};
+    if (relay || explore) relays_[id] = Relay{msg.data[0], explore ? *probe : -1, Now()};
     // Asks for the next round's push at once, so the coordinator's answer travels while the workers compute.
-    Round& n = rounds_[next];
-    ask_next = !n.asked;
+    Round& n = rounds_[next_round];
+    ask_next = !n.asked && !direct;
     n.asked = true;
+    if (direct) n.target = ServerOf(id.first);  // the next sum goes straight to the server (no ask)
   }
   done(Status::Ok(), msg.data[0]);
-  AskPull(id, -1, 0, 0);
-  if (ask_next) Ask(next);
+  if (relay) AskPull(id, -1, 0, 0);
+  if (explore) {
+    Status s = SendOp(*probe, id, {{kOpField, kModel}, {kAckField, "1"}}, {msg.data[0]});
+    if (!s.ok()) GEOMX_LOG(kWarning) << "tsengine: probe to " << po_->Describe(*probe) << ": " << s.ToString();
+  }
+  if (ask_next) Ask(next_round);
 }
 
 void TsMember::AskPull(const Id& id, int last, double bytes, double seconds) {
@@ -681,7 +734,7 @@ void TsMember::AskPull(const Id& id, int last, double bytes, double seconds) {
   if (!s.ok()) GEOMX_LOG(kWarning) << "tsengine: ask_pull: " << s.ToString();
 }
 
-void TsMember::OnPullTo(const Id& id, int to) {
+void TsMember::OnPullTo(const Id& id, int to, bool timed) {
   Bytes value;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -698,8 +751,9 @@ void TsMember::OnPullTo(const Id& id, int to) {
     it->second.sent_at = Now();
     value = it->second.value;
   }
-  Status s = SendOp(to, id, {{kOpField, kModel}}, {value});
+  Status s = SendOp(to, id, {{kOpField, kModel}, {kAckField, timed ? "1" : "0"}}, {value});
   if (!s.ok()) GEOMX_LOG(kWarning) << "tsengine: model to " << po_->Describe(to) << ": " << s.ToString();
+  if (!timed) AskPull(id, to, 0, 0);  // nothing to time: the next receiver at once
 }
 
 void TsMember::OnModelAck(const Message& msg, const Id& id) {

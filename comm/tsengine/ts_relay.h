@@ -132,9 +132,8 @@ class TsRoot : public AggregateSink {
   // The server sends the value to every receiver it picks (its links to the data centres are its own, so its
   // transfers run side by side); `force`: to every member still without it (mu_ held).
   void RootNext(const Id& id, std::vector<Out>* out, bool force = false);
-  // Picks the next receiver for `from` and records it (the server's pick is sent at once); -1 when nobody is
-  // left for `from` (mu_ held).
-  int NextFor(const Id& id, int from, std::vector<Out>* out, bool force = false);
+  // Picks the next receiver for `from` and records it; -1 when nobody is left for `from` (mu_ held).
+  int NextFor(const Id& id, int from, bool force = false);
   // A member that has nobody left to send to may explore a link to another member: its target, or -1 (mu_ held).
   int ProbeFor(const Id& id, int from);
   void NoteFinished(int64_t round);  // mu_ held; may call on_round_ (after unlocking: see Flush)
@@ -212,7 +211,7 @@ class TsMember : public AggregateSink {
   void OnPushTo(const Id& id, int to);
   void OnPartial(const Message& msg, const Id& id);
   void OnModel(const Message& msg, const Id& id);
-  void OnPullTo(const Id& id, int to);
+  void OnPullTo(const Id& id, int to, bool timed);
   void OnModelAck(const Message& msg, const Id& id);
   void AskPull(const Id& id, int last, double bytes, double seconds);
   Status SendOp(int to, const Id& id, std::map<std::string, std::string> fields, std::vector<Bytes> data = {});
