@@ -4,6 +4,7 @@
 #include "comm/tsengine/overlay_planner.h"
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -91,6 +92,33 @@ TEST(OverlayPlannerTest, PushPairsSendTowardsTheServerOrTheFasterWay) {
   p.Report(4, 3, 9e6, 1, 0);
   p.Report(3, 4, 1e6, 1, 0);
   EXPECT_EQ(p.PairForPush(3, 4, 0, 0), std::make_pair(4, 3));  // 4 -> 3 is faster
+}
+
+// Probe: explores with probability 1 - min(known / n, max_greedy), unmeasured links first, else none.
+TEST(OverlayPlannerTest, ProbesExploreWithTheComplementOfTheGreedyProbability) {
+  OverlayPlanner p({.max_greedy = 0.9, .seed = 11});
+  constexpr int kDraws = 20000;
+  auto frequencies = [&](int64_t round) {
+    std::map<int, double> f;
+    for (int i = 0; i < kDraws; ++i) {
+      const std::optional<int> t = p.Probe(0, {1, 2, 3}, round);
+      f[t.value_or(-1)] += 1.0 / kDraws;
+    }
+    return f;
+  };
+  auto none = frequencies(0);  // nothing measured: always a probe, uniformly
+  EXPECT_EQ(none.count(-1), 0u);
+  for (int c : {1, 2, 3}) EXPECT_NEAR(none[c], 1.0 / 3, 0.015) << c;
+  p.Report(0, 1, 1e6, 1, 0);
+  p.Report(0, 2, 2e6, 1, 0);  // 2 of 3 known: a probe 1/3 of the time, always to the unmeasured 3
+  auto some = frequencies(0);
+  EXPECT_NEAR(some[-1], 2.0 / 3, 0.015);
+  EXPECT_NEAR(some[3], 1.0 / 3, 0.015);
+  EXPECT_EQ(some.count(1) + some.count(2), 0u);
+  p.Report(0, 3, 3e6, 1, 0);  // all known: the cap leaves 10 % of probes, to any of them
+  auto all = frequencies(0);
+  EXPECT_NEAR(all[-1], 0.9, 0.01);
+  for (int c : {1, 2, 3}) EXPECT_NEAR(all[c], 0.1 / 3, 0.008) << c;
 }
 
 }  // namespace
