@@ -30,6 +30,8 @@ void AddBenchRecipeOptions(CLI::App* bench, BenchRecipeFlags* f) {
       ->check(CLI::Range(1, 100));
   bench->add_flag("--netns", f->netns,
                   "Real Linux shaping (root): a network namespace per party, tc tbf rate, user-space delay line");
+  bench->add_option("--tcp-cc", f->tcp_cc,
+                    "With --netns: the namespaces' TCP congestion control (e.g. cubic, reno; default: the host's)");
   bench->add_option("--out", f->out, "Bench folder (default runs/bench-<name>-<timestamp>)");
   bench->add_option("--python", f->python, "Python with torch for the ddp peer (Debian python3-torch)");
   bench->add_option("--ddp-script", f->ddp_script, "The DDP peer (default bench/peers/ddp_train.py)");

@@ -184,6 +184,10 @@ Status RunBenchRecipe(const BenchRecipeFlags& f, const std::atomic<bool>* interr
   }
   GEOMX_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, ResolveConfigs(f.configs, recipe));
   const double target = recipe.training.target_accuracy;
+  if (!f.tcp_cc.empty() && !f.netns) {
+    return Status::InvalidArgument("--tcp-cc " + f.tcp_cc + ": only with --netns (the in-process emulator models "
+                                   "TCP under loss with one formula)");
+  }
   if (f.netns) {
     GEOMX_RETURN_IF_ERROR(NetnsShaper::CheckCanRun());
     for (const std::string& ns : NetnsShaper::RemoveStale(SystemCommandRunner().get())) {
@@ -245,7 +249,8 @@ Status RunBenchRecipe(const BenchRecipeFlags& f, const std::atomic<bool>* interr
       } else {
         if (f.netns) {
           shaper = std::make_unique<NetnsShaper>(SystemCommandRunner(), "gmx" + std::to_string(getpid()));
-          Status st = shaper->Setup(*resolved, f.python, FindNextToSource("bench/peers/delay_line.py").string());
+          Status st = shaper->Setup(*resolved, f.python, FindNextToSource("bench/peers/delay_line.py").string(),
+                                    f.tcp_cc);
           if (!st.ok()) {
             (void)shaper->Teardown();
             return st;  // the shaping itself does not work: no configuration could run

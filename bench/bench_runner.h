@@ -23,6 +23,7 @@ struct BenchRecipeFlags {
   double max_time_s = 0;          // per configuration run; 0 = no limit
   int repeat = 1;
   bool netns = false;             // real Linux shaping (root)
+  std::string tcp_cc;             // --netns: the namespaces' TCP congestion control ("": the host's)
   std::string out;                // bench folder; default runs/bench-<name>-<timestamp>
   std::string python = "/usr/bin/python3";
   std::string ddp_script;         // default bench/peers/ddp_train.py next to the source tree

@@ -171,7 +171,19 @@ Status NetnsShaper::AddLink(const LinkEnd& x, const LinkEnd& y, const comm::Link
   return Status::Ok();
 }
 
-Status NetnsShaper::Setup(const cli::Recipe& recipe, const std::string& python, const std::string& delay_line) {
+namespace {
+
+constexpr const char* kTcpCc = "net.ipv4.tcp_congestion_control";
+
+std::string TrimmedLine(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Status NetnsShaper::Setup(const cli::Recipe& recipe, const std::string& python, const std::string& delay_line,
+                          const std::string& tcp_cc) {
   const comm::Topology& t = recipe.topology;
   const comm::NetworkShape network = t.Network();
   bool needs_delay_line = false;
@@ -189,6 +201,20 @@ Status NetnsShaper::Setup(const cli::Recipe& recipe, const std::string& python, 
     created_.push_back("netns " + ns);
     return run({"ip", "-n", ns, "link", "set", "lo", "up"});
   };
+  if (!tcp_cc.empty()) {
+    GEOMX_ASSIGN_OR_RETURN(std::string offered,
+                           runner_->Run({"sysctl", "-n", "net.ipv4.tcp_available_congestion_control"}));
+    offered = " " + TrimmedLine(offered) + " ";
+    if (tcp_cc.find(' ') != std::string::npos || offered.find(" " + tcp_cc + " ") == std::string::npos) {
+      return Status::InvalidArgument("--tcp-cc " + tcp_cc + ": this kernel offers" + TrimmedLine(offered));
+    }
+    GEOMX_ASSIGN_OR_RETURN(std::string host, runner_->Run({"sysctl", "-n", kTcpCc}));
+    host = TrimmedLine(host);
+    if (host != tcp_cc) {
+      GEOMX_RETURN_IF_ERROR(run({"sysctl", "-qw", std::string(kTcpCc) + "=" + tcp_cc}));
+      restore_cc_ = host;
+    }
+  }
   const std::string central_ns = prefix_ + "-c";
   GEOMX_RETURN_IF_ERROR(add_ns(central_ns));
   GEOMX_RETURN_IF_ERROR(run({"ip", "netns", "exec", central_ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"}));
@@ -203,6 +229,20 @@ Status NetnsShaper::Setup(const cli::Recipe& recipe, const std::string& python, 
     GEOMX_RETURN_IF_ERROR(run({"ip", "-n", ns, "route", "add", "default", "via", net + "1"}));
     parties_[name] = PartyNet{ns, net + "2", dc.dev};
     if (i == 0) parties_["central"] = PartyNet{central_ns, net + "1", central.dev};
+  }
+  if (!restore_cc_.empty()) {  // every namespace exists: the host gets its default back
+    GEOMX_RETURN_IF_ERROR(run({"sysctl", "-qw", std::string(kTcpCc) + "=" + restore_cc_}));
+    restore_cc_.clear();
+  }
+  if (!tcp_cc.empty()) {
+    for (const auto& [party, p] : parties_) {
+      GEOMX_ASSIGN_OR_RETURN(std::string got, runner_->Run({"ip", "netns", "exec", p.ns, "sysctl", "-n", kTcpCc}));
+      if (TrimmedLine(got) != tcp_cc) {
+        return Status::FailedPrecondition("--tcp-cc " + tcp_cc + ": namespace " + p.ns + " uses " +
+                                          TrimmedLine(got) + " (this kernel does not give new namespaces the "
+                                          "host's default)");
+      }
+    }
   }
   // Direct links between data centres: a subnet of their own, and a host route to each other's party address.
   size_t k = 0;
@@ -231,6 +271,11 @@ Status NetnsShaper::Teardown() {
     // A link moved into a namespace dies with it; deleting it here fails harmlessly when it is already gone.
     auto r = kind == "netns" ? runner_->Run({"ip", "netns", "del", name}) : runner_->Run({"ip", "link", "del", name});
     if (!r.ok() && kind == "netns" && first.ok()) first = r.status();
+  }
+  if (!restore_cc_.empty()) {  // Setup stopped while the host's default was changed
+    auto r = runner_->Run({"sysctl", "-qw", std::string(kTcpCc) + "=" + restore_cc_});
+    if (!r.ok() && first.ok()) first = r.status();
+    restore_cc_.clear();
   }
   created_.clear();
   parties_.clear();

@@ -64,8 +64,13 @@ class NetnsShaper {
   static std::vector<std::string> RemoveStale(CommandRunner* runner);
 
   // Creates the namespaces and links for `recipe`'s topology with its links' bandwidth, latency and loss. On
-  // failure the caller calls Teardown (what was created is recorded).
-  Status Setup(const cli::Recipe& recipe, const std::string& python, const std::string& delay_line_script);
+  // failure the caller calls Teardown (what was created is recorded). `tcp_cc` (e.g. "cubic"; empty: the host's):
+  // the TCP congestion control of every namespace. A namespace takes the host's default when it is created and
+  // this kernel does not let a namespace change its own, so the host's default is set to `tcp_cc` while the
+  // namespaces are created and put back right after (and by Teardown if Setup stopped before); each namespace's
+  // value is checked. kInvalidArgument for a name the kernel does not offer.
+  Status Setup(const cli::Recipe& recipe, const std::string& python, const std::string& delay_line_script,
+               const std::string& tcp_cc = "");
   // Deletes everything Setup created; returns the first error (after trying everything).
   Status Teardown();
 
@@ -94,6 +99,7 @@ class NetnsShaper {
   std::map<std::string, PartyNet> parties_;
   std::vector<std::string> created_;
   std::vector<LinkEnd> wan_ends_;  // one end of every link, for WanBytes
+  std::string restore_cc_;         // the host's TCP congestion control to put back ("" when it is)
 };
 
 }  // namespace geomx::bench

@@ -4,6 +4,7 @@
 //   metrics.csv        the same rows as CSV
 //   checkpoints/       ckpt-<iteration>.ckpt (the newest 3 are kept) and LAST (name of the newest)
 //   summary.json       written at the end (also on failure / Ctrl-C), atomically (tmp + rename)
+//   overlays.jsonl     TSEngine's overlay of each round, appended by the global servers (cli/roles.cc)
 // Created only after the recipe, data and model have been validated, so bad input never leaves a folder behind.
 // Not thread-safe (the trainer thread owns it).
 #pragma once

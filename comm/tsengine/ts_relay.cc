@@ -317,7 +317,9 @@ int TsRoot::ProbeFor(const Id& id, int from) {
   // Links between members are measured by the transfers they carry; with the value everywhere, `from` explores
   // one of them (at most once a round, on the measured slice) with the planner's exploring probability: the
   // value again to a member that has it, which acks it and drops it.
-  if (id.first != measured_ || !probed_.insert({id.second, from}).second) return -1;
+  auto latest = broadcast_.find(id.first);
+  if (id.first != measured_ || latest == broadcast_.end() || latest->second != id.second) return -1;
+  if (!probed_.insert({id.second, from}).second) return -1;  // one a round
   std::vector<int> others;
   for (int m : members_) {
     if (m != from) others.push_back(m);
@@ -375,6 +377,10 @@ void TsRoot::NoteFinished(int64_t round) {
   finished_.erase(round);
   pull_plan_.erase(pull_plan_.begin(), pull_plan_.lower_bound({round + 1, INT_MIN, INT_MIN}));
   probed_.erase(probed_.begin(), probed_.lower_bound({round - 1, INT_MIN}));  // late asks of the round just before
+  // Acks that never came (a member that does not answer) are forgotten after a round.
+  for (auto it = root_sends_.begin(); it != root_sends_.end();) {
+    it = it->first.first.second < round - 1 ? root_sends_.erase(it) : std::next(it);
+  }
   auto it = overlays_.find(round);
   if (it != overlays_.end()) {
     ready_.push_back(std::move(it->second));
@@ -448,8 +454,10 @@ void TsRoot::OnMessage(Message&& msg) {
         if (it == root_sends_.end()) {
           refused = "unexpected model_ack";
         } else {
-          if (id.first == measured_) planner_.Report(po_->my_id(), from, static_cast<double>(it->second.bytes), Now() - it->second.sent_at,
-                          id.second);
+          if (id.first == measured_) {
+            planner_.Report(po_->my_id(), from, static_cast<double>(it->second.bytes), Now() - it->second.sent_at,
+                            id.second);
+          }
           root_sends_.erase(it);
         }
       } else {
@@ -655,7 +663,9 @@ void TsMember::OnPartial(const Message& msg, const Id& id) {
     }
     for (int c : *covers) {
       if (!why.empty()) break;
-      if (members_.count(c) == 0 || c == po_->my_id()) why = "covers node " + std::to_string(c) + ", not another member";
+      if (members_.count(c) == 0 || c == po_->my_id()) {
+        why = "covers node " + std::to_string(c) + ", not another member";
+      }
       if (std::find(it->second.covers.begin(), it->second.covers.end(), c) != it->second.covers.end()) {
         why = "covers node " + std::to_string(c) + " twice";
       }

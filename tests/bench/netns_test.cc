@@ -34,6 +34,11 @@ class FakeRunner final : public CommandRunner {
     log_->commands.push_back(cmd);
     if (!fail_on_.empty() && cmd.find(fail_on_) != std::string::npos) return Status::Internal(cmd + " failed");
     if (cmd.find("/statistics/") != std::string::npos) return std::string("1000\n");
+    // The host's TCP congestion control is bbr; a namespace reports ns_cc (the kernel's inheritance).
+    if (cmd.find("tcp_available_congestion_control") != std::string::npos) return std::string("reno bbr cubic\n");
+    if (cmd.find("sysctl -n net.ipv4.tcp_congestion_control") != std::string::npos) {
+      return cmd.rfind("ip netns exec", 0) == 0 ? ns_cc + "\n" : std::string("bbr\n");
+    }
     return std::string();
   }
   Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::string&) override {
@@ -43,6 +48,7 @@ class FakeRunner final : public CommandRunner {
     return pid;
   }
   void Kill(pid_t pid) override { log_->killed.push_back(pid); }
+  std::string ns_cc = "cubic";
 
  private:
   Log* log_;
@@ -152,6 +158,60 @@ TEST(Netns, InProcessEmulationOfEveryWanLinkIsSwitchedOff) {
     EXPECT_EQ(link.loss, 0) << a << "-" << b;
   }
   EXPECT_EQ(n.lan.latency_s, 0.001);
+}
+
+size_t IndexOf(const Log& log, const std::string& cmd, bool last = false) {
+  size_t found = log.commands.size();
+  for (size_t i = 0; i < log.commands.size(); ++i) {
+    if (log.commands[i].find(cmd) == std::string::npos) continue;
+    found = i;
+    if (!last) break;
+  }
+  return found;
+}
+
+// --tcp-cc: the host's default is switched while the namespaces are created and put back at once; each
+// namespace's value is checked; a name the kernel does not offer creates nothing; a failure half-way still puts
+// the host's value back.
+TEST(Netns, TcpCongestionControlIsSetWhileTheNamespacesAreCreated) {
+  Log log;
+  {
+    NetnsShaper s(std::make_unique<FakeRunner>(&log, ""), "gc1");
+    ASSERT_TRUE(s.Setup(Topology("0"), "/usr/bin/python3", "/nonexistent", "cubic").ok());
+    const size_t set = IndexOf(log, "sysctl -qw net.ipv4.tcp_congestion_control=cubic");
+    const size_t restore = IndexOf(log, "sysctl -qw net.ipv4.tcp_congestion_control=bbr");
+    ASSERT_LT(set, log.commands.size());
+    ASSERT_LT(restore, log.commands.size());
+    EXPECT_LT(set, IndexOf(log, "ip netns add"));
+    EXPECT_GT(restore, IndexOf(log, "ip netns add", /*last=*/true));
+    for (const char* ns : {"gc1-c", "gc1-d0", "gc1-d1"}) {
+      EXPECT_EQ(Count(log, std::string("ip netns exec ") + ns + " sysctl -n net.ipv4.tcp_congestion_control"), 1u)
+          << ns;
+    }
+    (void)s.Teardown();
+    EXPECT_EQ(Count(log, "net.ipv4.tcp_congestion_control=bbr"), 1u);  // nothing left to restore
+  }
+  Log refused;
+  NetnsShaper v(std::make_unique<FakeRunner>(&refused, ""), "gc2");
+  Status st = v.Setup(Topology("0"), "/usr/bin/python3", "/nonexistent", "vegas");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("reno bbr cubic"), std::string::npos) << st.ToString();
+  EXPECT_EQ(Count(refused, "ip netns add"), 0u);
+  EXPECT_EQ(Count(refused, "sysctl -qw"), 0u);
+
+  Log half;
+  NetnsShaper h(std::make_unique<FakeRunner>(&half, "ip netns add gc3-d1"), "gc3");
+  EXPECT_FALSE(h.Setup(Topology("0"), "/usr/bin/python3", "/nonexistent", "cubic").ok());
+  (void)h.Teardown();
+  EXPECT_EQ(Count(half, "sysctl -qw net.ipv4.tcp_congestion_control=bbr"), 1u);
+
+  Log other;
+  auto runner = std::make_unique<FakeRunner>(&other, "");
+  runner->ns_cc = "bbr";  // a kernel whose new namespaces do not take the host's default
+  NetnsShaper o(std::move(runner), "gc4");
+  st = o.Setup(Topology("0"), "/usr/bin/python3", "/nonexistent", "cubic");
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("uses bbr"), std::string::npos) << st.ToString();
 }
 
 TEST(Netns, FailureHalfWayLeavesNothingBehindAfterTeardown) {

@@ -60,7 +60,8 @@ TEST(TsEngineClusterTest, RelayingChangesNoNumber) {
   std::lock_guard<std::mutex> lock(overlays.mu);
   EXPECT_EQ(overlays.lines.size(), 24u);
   for (const std::string& line : overlays.lines) {
-    EXPECT_TRUE(std::regex_search(line, std::regex("^\\{\"round\":[0-9]+,\"server\":\"central/global-server[01]\""))) << line;
+    const std::regex head("^\\{\"round\":[0-9]+,\"server\":\"central/global-server[01]\"");
+    EXPECT_TRUE(std::regex_search(line, head)) << line;
   }
 }
 
