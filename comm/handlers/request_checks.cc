@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "comm/codec.h"
@@ -14,17 +15,29 @@ std::string KeyText(uint64_t wire_key) {
   return "key " + std::to_string(KeyOfWireKey(wire_key)) + " slice " + std::to_string(SliceOfWireKey(wire_key));
 }
 
-Result<int> ParseNumMerged(const std::string& body) {
-  if (body.empty()) return 1;
+namespace {
+
+// The text of body field `name`: nullopt when the body is empty or has no such field; kDataLoss for a body that is
+// not control fields.
+Result<std::optional<std::string>> BodyField(const std::string& body, const char* name) {
+  if (body.empty()) return std::optional<std::string>();
   std::map<std::string, std::string> fields;
   GEOMX_RETURN_IF_ERROR(DecodeFields(body, &fields));
-  auto it = fields.find(kNumMergedField);
-  if (it == fields.end()) return 1;
+  auto it = fields.find(name);
+  if (it == fields.end()) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(it->second));
+}
+
+}  // namespace
+
+Result<int> ParseNumMerged(const std::string& body) {
+  GEOMX_ASSIGN_OR_RETURN(std::optional<std::string> text, BodyField(body, kNumMergedField));
+  if (!text) return 1;
   int n = 0;
-  const char* end = it->second.data() + it->second.size();
-  auto [p, ec] = std::from_chars(it->second.data(), end, n);
+  const char* end = text->data() + text->size();
+  auto [p, ec] = std::from_chars(text->data(), end, n);
   if (ec != std::errc() || p != end || n < 1) {
-    return Status::InvalidArgument("num_merged '" + it->second + "' is not a positive integer");
+    return Status::InvalidArgument("num_merged '" + *text + "' is not a positive integer");
   }
   return n;
 }
@@ -61,25 +74,19 @@ Result<std::vector<int>> ParseNodeIds(std::string_view text, const std::string& 
 }
 
 Result<std::vector<int>> ParseCovers(const std::string& body) {
-  if (body.empty()) return std::vector<int>();
-  std::map<std::string, std::string> fields;
-  GEOMX_RETURN_IF_ERROR(DecodeFields(body, &fields));
-  auto it = fields.find(kCoversField);
-  if (it == fields.end()) return std::vector<int>();
-  return ParseNodeIds(it->second, kCoversField);
+  GEOMX_ASSIGN_OR_RETURN(std::optional<std::string> text, BodyField(body, kCoversField));
+  if (!text) return std::vector<int>();
+  return ParseNodeIds(*text, kCoversField);
 }
 
 Result<std::optional<double>> ParseLoss(const std::string& body) {
-  if (body.empty()) return std::optional<double>();
-  std::map<std::string, std::string> fields;
-  GEOMX_RETURN_IF_ERROR(DecodeFields(body, &fields));
-  auto it = fields.find(kLossField);
-  if (it == fields.end()) return std::optional<double>();
+  GEOMX_ASSIGN_OR_RETURN(std::optional<std::string> text, BodyField(body, kLossField));
+  if (!text) return std::optional<double>();
   double loss = 0;
-  const char* end = it->second.data() + it->second.size();
-  auto [p, ec] = std::from_chars(it->second.data(), end, loss);
+  const char* end = text->data() + text->size();
+  auto [p, ec] = std::from_chars(text->data(), end, loss);
   if (ec != std::errc() || p != end || !std::isfinite(loss)) {
-    return Status::InvalidArgument("loss '" + it->second + "' is not a finite number");
+    return Status::InvalidArgument("loss '" + *text + "' is not a finite number");
   }
   return std::optional<double>(loss);
 }

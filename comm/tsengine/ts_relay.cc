@@ -357,7 +357,9 @@ void TsRoot::RootNext(const Id& id, std::vector<Out>* out, bool force) {
       direct = direct && !(r && *r > to_server);
     }
     if (direct) {
-      push_[{id.first, next_round}].asked.insert(to);
+      PushState& next = push_[{id.first, next_round}];
+      next.asked.insert(to);
+      next.direct.insert(to);
       overlays_[next_round].round = next_round;
       overlays_[next_round].push[{to, server}] += 1;
       fields["direct"] = "1";
@@ -420,6 +422,10 @@ void TsRoot::OnMessage(Message&& msg) {
             PushState& ps = it->second;
             if (std::find(ps.waiting.begin(), ps.waiting.end(), from) != ps.waiting.end()) {
               refused = "asked twice";
+            } else if (ps.direct.count(from) != 0) {
+              // Told to push straight to the server with a value it then got from a probe first: say it again.
+              out.push_back({from, MakeOp(id.first, id.second,
+                                          {{kOpField, kPushTo}, {"to", std::to_string(po_->my_id())}}, {})});
             } else {
               ps.asked.insert(from);
               ps.waiting.push_back(from);

@@ -109,6 +109,7 @@ class TsRoot : public AggregateSink {
   struct PushState {
     std::vector<int> waiting;  // members whose sum is ready, in arrival order
     std::set<int> asked;       // members that asked at least once (the others are still to come)
+    std::set<int> direct;      // members told with the previous value to push straight to the server
   };
   struct PullState {
     Bytes value;

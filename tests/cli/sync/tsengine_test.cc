@@ -1,7 +1,7 @@
 // TSEngine end to end (comm/tsengine/ts_relay.h, recipe accelerators.tsengine): every role of a three-data-centre
-// topology as threads. Relaying sums and values changes no number: the workers end with the weights of the
-// single-process run. Over emulated links where dc-c's own uplink is slow and far but dc-c is next to dc-b, the
-// global servers' overlays soon carry dc-c's sums through dc-b and dc-b passes the value on to dc-c.
+// topology as threads. Relaying sums and values changes no number beyond float rounding: the workers end with the
+// weights of the single-process run. Over emulated links where dc-c's own uplink is slow and far but dc-c is next
+// to dc-b, the global servers' overlays soon carry dc-c's sums through dc-b and dc-b passes the value to dc-c.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,31 +38,30 @@ Recipe ThreeDataCentres(int epochs) {
   return r;
 }
 
-struct Overlays {
+// Runs every role of `r` with `env`, checks that the five workers end with the single-process weights (up to
+// float rounding: relayed sums add the data centres in another order), and returns the overlay lines.
+std::vector<std::string> RunAndCollectOverlays(const Recipe& r, ClusterEnv env) {
   std::mutex mu;
   std::vector<std::string> lines;
-};
-
-TEST(TsEngineClusterTest, RelayingChangesNoNumber) {
-  const Recipe r = ThreeDataCentres(1);
-  comm::LoopbackNetwork net;
-  ClusterEnv env = cluster_testing::LoopbackEnv(&net);
-  Overlays overlays;
-  env.on_overlay = [&overlays](const std::string& line) {
-    std::lock_guard<std::mutex> lock(overlays.mu);
-    overlays.lines.push_back(line);
+  env.on_overlay = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(line);
   };
   const auto finals = RunCluster(r, env);
-  ASSERT_EQ(finals.size(), 5u);
+  EXPECT_EQ(finals.size(), 5u);
   const cluster_testing::Weights ref = Reference(r, r.optimizer);
   for (const auto& [name, w] : finals) EXPECT_LE(MaxDiff(w, ref), 1e-5f) << name;
+  std::lock_guard<std::mutex> lock(mu);  // every role has ended: nothing appends any more
+  return lines;
+}
+
+TEST(TsEngineClusterTest, RelayingChangesNoNumber) {
+  comm::LoopbackNetwork net;
+  const std::vector<std::string> lines = RunAndCollectOverlays(ThreeDataCentres(1), cluster_testing::LoopbackEnv(&net));
   // One line per global server and round (12 rounds), each naming its server.
-  std::lock_guard<std::mutex> lock(overlays.mu);
-  EXPECT_EQ(overlays.lines.size(), 24u);
-  for (const std::string& line : overlays.lines) {
-    const std::regex head("^\\{\"round\":[0-9]+,\"server\":\"central/global-server[01]\"");
-    EXPECT_TRUE(std::regex_search(line, head)) << line;
-  }
+  EXPECT_EQ(lines.size(), 24u);
+  const std::regex head("^\\{\"round\":[0-9]+,\"server\":\"central/global-server[01]\"");
+  for (const std::string& line : lines) EXPECT_TRUE(std::regex_search(line, head)) << line;
 }
 
 TEST(TsEngineClusterTest, TheSlowDataCentreIsRelayedThroughItsNeighbour) {
@@ -78,28 +77,19 @@ TEST(TsEngineClusterTest, TheSlowDataCentreIsRelayedThroughItsNeighbour) {
     comm::ShapedVanOptions shaping{.network = network, .self_party = comm::PartyOfNode(node), .seed = 7};
     return std::make_unique<comm::ShapedVan>(std::make_unique<comm::LoopbackVan>(&net), shaping, &traffic);
   });
-  Overlays overlays;
-  env.on_overlay = [&overlays](const std::string& line) {
-    std::lock_guard<std::mutex> lock(overlays.mu);
-    overlays.lines.push_back(line);
-  };
-  const auto finals = RunCluster(r, env);
-  ASSERT_EQ(finals.size(), 5u);
-  const cluster_testing::Weights ref = Reference(r, r.optimizer);
-  for (const auto& [name, w] : finals) EXPECT_LE(MaxDiff(w, ref), 1e-5f) << name;
-  std::lock_guard<std::mutex> lock(overlays.mu);
-  ASSERT_EQ(overlays.lines.size(), 24u);
+  const std::vector<std::string> lines = RunAndCollectOverlays(r, env);
+  ASSERT_EQ(lines.size(), 24u);
   // From the measured links on, most rounds push dc-c's sum to dc-b and pass the value from dc-b to dc-c (the
   // planner still explores now and then, and re-measures a link every 5 rounds).
   const std::regex push_c_to_b("\"push\":\\[[^\\]]*\\{\"from\":\"dc-c/server0\",\"to\":\"dc-b/server0\"");
   const std::regex pull_b_to_c("\"pull\":\\[[^\\]]*\\{\"from\":\"dc-b/server0\",\"to\":\"dc-c/server0\"");
   int pushed = 0, pulled = 0;
-  for (const std::string& line : overlays.lines) {
+  for (const std::string& line : lines) {
     pushed += std::regex_search(line, push_c_to_b) ? 1 : 0;
     pulled += std::regex_search(line, pull_b_to_c) ? 1 : 0;
   }
-  EXPECT_GE(pushed, 12) << overlays.lines.back();
-  EXPECT_GE(pulled, 12) << overlays.lines.back();
+  EXPECT_GE(pushed, 12) << lines.back();
+  EXPECT_GE(pulled, 12) << lines.back();
 }
 
 }  // namespace
