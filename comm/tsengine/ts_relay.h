@@ -10,19 +10,24 @@
 // centre).
 //
 // One slice, one round (members: the local servers; S: the slice's global server):
-//   push    a member whose data-centre sum is complete asks S (kAskPush). S keeps a queue that starts with S
-//           itself; whenever two are queued it pairs them in arrival order: with S, the other one pushes to S (a
-//           plain kPush through its KvLink, body field covers = the members whose sums it holds); two members: the
-//           one whose measured link to the other is faster sends its partial sum to the other (kPartial), which
-//           adds it in and asks again. S rejoins the queue each time a relayed push reaches it. The push that
-//           completes the round at S's SyncAggregator (relayed_pushes) makes the optimizer step as usual.
-//   pull    S sends the new value to one member at a time (kModel; the receiver acks, kModelAck), each time to
-//           OverlayPlanner::NextReceiver among the members without it (epsilon-greedy on the measured
-//           throughputs), and every member that has it does the same by asking S (kAskPull, reporting the
-//           throughput of its last transfer; S answers kPullTo with the next receiver, or -1 when all have it).
-//           A member hands the value to its data centre (the local workers' answers) as soon as it arrives.
-// Throughput: wall-clock bytes per second of each model transfer, send to ack, fed to the planner (its moving
-// average and expiry). Only pull transfers are timed, as in TSEngine; the push pairing reuses the same table.
+//   push    a member asks S where to pass its data centre's sum (kAskPush), early: when the previous round's value
+//           arrived. S takes the waiting members in arrival order: one pushes straight to S unless a waiting member
+//           is known to be reached faster than S (then the two merge: the one with the faster link to S receives
+//           the other's partial sum, kPartial, adds it in and asks again) or such a member is still to come (it
+//           waits). A member whose best known link is S's is told so with the previous value ("direct") and
+//           pushes without asking. The push to S is a plain kPush through the member's KvLink with body field
+//           covers = the members whose sums it holds; S's SyncAggregator (relayed_pushes) counts it for each, and
+//           the push that completes the round makes the optimizer step as usual.
+//   pull    S sends the new value (kModel) side by side to every member that no other member is known to reach
+//           faster (its links to the data centres are its own); a member that gets it asks S whom to pass it to
+//           (kAskPull) and gets OverlayPlanner::NextReceiver's epsilon-greedy choice (kPullTo; -1: nobody) among
+//           the members still without it that no other holder reaches over a known faster link. If every holder
+//           stops with members left, S serves them. A member with nobody to serve may probe one link to another
+//           member (the value again, acked and dropped), with the planner's exploring probability. A member hands
+//           the value to its data centre (the local workers' answers) as soon as it arrives.
+// Throughput: wall-clock bytes per second of the largest slice's transfers, send to ack (kModelAck), fed to one
+// planner (moving average, expiry); links are taken as symmetric where one direction is unknown. The choices of a
+// round are reused for all its slices (one overlay per round).
 //
 // Messages: Meta.command kControl, app id kTsAppId, keys {wire key}, round, body fields (comm/codec.h) "op" and
 // the op's fields, one f32 frame for kPartial and kModel (docs/wire_format.md "TSEngine"). Everything a peer sends
@@ -33,8 +38,8 @@
 // Errors: a member that gets no answer (a lost peer) stalls only that slice's round: the local workers' requests
 // time out (topology.timeouts.request) and the job fails naming them, as any lost answer does.
 // Thread-safety: both classes are thread-safe; their handlers run on the global Postoffice's receive thread and
-// never block (sends are queued by the Van). Ownership: borrow the Postoffice, the KvLink and the inner handler and
-// sink, which must outlive them.
+// never block (sends are queued by the Van). Ownership: borrow the Postoffice, the KvLink and the inner sink, which
+// must outlive them.
 #pragma once
 
 #include <cstdint>
