@@ -2,8 +2,6 @@
 #include "comm/tsengine/ts_relay.h"
 
 #include <algorithm>
-#include <climits>
-#include <cmath>
 #include <utility>
 
 #include "comm/codec.h"
@@ -138,8 +136,8 @@ void TsMember::OnMessage(Message&& msg) {
     if (!to.ok() || *to < -1) return Refuse(msg, "malformed " + op->op);
     return op->op == kPushTo ? OnPushTo(id, *to) : OnPullTo(id, *to, op->fields[kAckField] == "1");
   }
-  if (op->op == kPartial && from_member) return OnPartial(msg, id);
-  if (op->op == kModel && (from_member || from == server)) return OnModel(msg, id);
+  if (op->op == kPartial && from_member) return OnPartial(msg, id, std::move(op->fields));
+  if (op->op == kModel && (from_member || from == server)) return OnModel(msg, id, std::move(op->fields));
   if (op->op == kModelAck && from_member) return OnModelAck(msg, id);
   Refuse(msg, "unexpected op '" + op->op + "'");
 }
@@ -199,11 +197,9 @@ void TsMember::Forward(const Id& id) {
   if (!s.ok()) Fail(id, s);
 }
 
-void TsMember::OnPartial(const Message& msg, const Id& id) {
+void TsMember::OnPartial(const Message& msg, const Id& id, std::map<std::string, std::string> fields) {
   Status frame = CheckValueFrame(msg, upper_->layout(), id.first);
   if (!frame.ok()) return Refuse(msg, frame.message());
-  std::map<std::string, std::string> fields;
-  (void)DecodeFields(msg.meta.body, &fields);  // the op was decoded from it already
   Result<std::vector<int>> covers = ParseNodeIds(fields[kCoversField], kCoversField);
   Result<int> merged = NumberOf<int>(fields, kNumMergedField, 0);
   if (!covers.ok() || !merged.ok() || *merged < 1) return Refuse(msg, "malformed partial");
@@ -244,11 +240,9 @@ void TsMember::OnPartial(const Message& msg, const Id& id) {
   Ask(id);  // the coordinator decides again, with this member's sum now holding the partial
 }
 
-void TsMember::OnModel(const Message& msg, const Id& id) {
+void TsMember::OnModel(const Message& msg, const Id& id, std::map<std::string, std::string> fields) {
   Status frame = CheckValueFrame(msg, upper_->layout(), id.first);
   if (!frame.ok()) return Refuse(msg, frame.message());
-  std::map<std::string, std::string> fields;
-  (void)DecodeFields(msg.meta.body, &fields);  // the op was decoded from it already
   Result<int> next = NumberOf<int>(fields, "next", -2);
   Result<int> probe = NumberOf<int>(fields, "probe", -1);
   if (!next.ok() || !probe.ok()) return Refuse(msg, "malformed model");

@@ -106,8 +106,6 @@ class TsRoot : public AggregateSink {
   void OnMessage(Message&& msg);
 
   uint64_t refused() const;
-  // Measured throughput of a link (the largest slice's transfers; tests, logs).
-  std::optional<double> Throughput(int from, int to, int64_t round) const;
 
  private:
   using Id = std::pair<uint64_t, int64_t>;  // wire key, round
@@ -215,8 +213,9 @@ class TsMember : public AggregateSink {
   // Answers the round's done with `s` and forgets the round.
   void Fail(const Id& id, const Status& s);
   void OnPushTo(const Id& id, int to);
-  void OnPartial(const Message& msg, const Id& id);
-  void OnModel(const Message& msg, const Id& id);
+  // `fields`: the message's control fields (decoded once, by OnMessage).
+  void OnPartial(const Message& msg, const Id& id, std::map<std::string, std::string> fields);
+  void OnModel(const Message& msg, const Id& id, std::map<std::string, std::string> fields);
   void OnPullTo(const Id& id, int to, bool timed);
   void OnModelAck(const Message& msg, const Id& id);
   void AskPull(const Id& id, int last, double bytes, double seconds);

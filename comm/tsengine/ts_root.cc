@@ -82,11 +82,6 @@ uint64_t TsRoot::refused() const {
   return refused_;
 }
 
-std::optional<double> TsRoot::Throughput(int from, int to, int64_t round) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return planner_.Throughput(from, to, round);
-}
-
 void TsRoot::Send(std::vector<Out> out) {
   for (Out& o : out) {
     Status s = po_->Send(o.to, std::move(o.msg));
