@@ -14,6 +14,7 @@
 
 #include <zmq.h>
 
+#include "comm/customer.h"
 #include "comm/handlers/aggregate_sink.h"
 #include "comm/handlers/sync_aggregator.h"
 #include "comm/key_layout.h"
@@ -122,8 +123,10 @@ class RawPingPong {
     return Status::Ok();
   }
 
-  // Seconds for `iterations` round trips of `payload`, after `warmup` untimed ones.
-  Result<double> Time(const Bytes& payload, int warmup, int iterations) {
+  // Seconds for `iterations` round trips of `payload`, after `warmup` untimed ones. spin_us > 0: the client waits
+  // for each echo as KvWorker::Wait does (comm/customer.h): it polls (non-blocking receive, yielding the CPU between
+  // looks) for up to spin_us microseconds before it blocks; 0: it blocks at once.
+  Result<double> Time(const Bytes& payload, int warmup, int iterations, int spin_us) {
     Clock::time_point t0 = Clock::now();
     for (int i = 0; i < warmup + iterations; ++i) {
       if (i == warmup) t0 = Clock::now();
@@ -135,8 +138,8 @@ class RawPingPong {
       }
       zmq_msg_t in;
       zmq_msg_init(&in);
-      int rc;
-      while ((rc = zmq_msg_recv(&in, client_in_.get(), 0)) < 0 && zmq_errno() == EINTR) {
+      int rc = ReceivePolling(&in, spin_us);
+      while (rc < 0 && (rc = zmq_msg_recv(&in, client_in_.get(), 0)) < 0 && zmq_errno() == EINTR) {
       }
       const size_t got = zmq_msg_size(&in);
       zmq_msg_close(&in);
@@ -153,6 +156,17 @@ class RawPingPong {
   }
 
  private:
+  // Non-blocking receives for up to spin_us; the result of the last one (< 0: nothing came).
+  int ReceivePolling(zmq_msg_t* in, int spin_us) {
+    if (spin_us <= 0) return -1;
+    const Clock::time_point until = Clock::now() + std::chrono::microseconds(spin_us);
+    int rc;
+    while ((rc = zmq_msg_recv(in, client_in_.get(), ZMQ_DONTWAIT)) < 0 && Clock::now() < until) {
+      std::this_thread::yield();
+    }
+    return rc;
+  }
+
   void EchoLoop() {
     while (!stop_) {
       zmq_msg_t m;
@@ -289,23 +303,38 @@ Result<CommBenchRow> MeasureSize(RawPingPong& raw, KvTier& kv, uint64_t key, siz
   Bytes payload(bytes);
   float* f = reinterpret_cast<float*>(payload.mutable_data());
   for (size_t i = 0; i < bytes / sizeof(float); ++i) f[i] = 0.5f * static_cast<float>(i % 4096);
-  std::vector<double> raw_s, kv_s, ratios;
+  std::vector<double> raw_s, poll_s, kv_s, ratios, blocking_ratios;
   for (int r = 0; r < o.repeats; ++r) {
-    GEOMX_ASSIGN_OR_RETURN(double rs, raw.Time(payload, warmup, row.iterations));
-    GEOMX_ASSIGN_OR_RETURN(double ks, kv.Time(key, payload, warmup, row.iterations));
+    // The order rotates from repeat to repeat, so that no path is always timed first or last.
+    double rs = 0, ps = 0, ks = 0;
+    for (int j = 0; j < 3; ++j) {
+      const int path = (r + j) % 3;
+      Result<double> t = path == 0   ? raw.Time(payload, warmup, row.iterations, /*spin_us=*/0)
+                         : path == 1 ? raw.Time(payload, warmup, row.iterations, comm::Customer::kDefaultSpinUs)
+                                     : kv.Time(key, payload, warmup, row.iterations);
+      if (!t.ok()) return t.status();
+      (path == 0 ? rs : path == 1 ? ps : ks) = *t;
+    }
     raw_s.push_back(rs);
+    poll_s.push_back(ps);
     kv_s.push_back(ks);
-    ratios.push_back(rs / ks);  // back-to-back timings see (nearly) the same load from other processes
+    // Back-to-back timings see (nearly) the same load from other processes.
+    ratios.push_back(ps / ks);
+    blocking_ratios.push_back(rs / ks);
   }
   const double raw_t = Median(raw_s);
+  const double poll_t = Median(poll_s);
   const double kv_t = Median(kv_s);
   const double moved_mb = 2.0 * static_cast<double>(bytes) * row.iterations / 1e6;
   row.raw_zmq_mb_s = moved_mb / raw_t;
+  row.raw_poll_mb_s = moved_mb / poll_t;
   row.kv_mb_s = moved_mb / kv_t;
   row.ratio = Median(ratios);
   row.ratio_min = *std::min_element(ratios.begin(), ratios.end());
   row.ratio_max = *std::max_element(ratios.begin(), ratios.end());
+  row.ratio_blocking = Median(blocking_ratios);
   row.raw_us_per_roundtrip = raw_t / row.iterations * 1e6;
+  row.raw_poll_us_per_roundtrip = poll_t / row.iterations * 1e6;
   row.kv_us_per_roundtrip = kv_t / row.iterations * 1e6;
   return row;
 }

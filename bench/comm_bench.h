@@ -3,14 +3,17 @@
 //
 //   raw  one thread sends N bytes on a PUSH socket (zero-copy, as ZmqVan sends data frames); an echo thread
 //        receives them on a PULL socket and sends the received message back (zero-copy) on its own PUSH socket.
+//        Timed twice: the client blocks in its receive (ZeroMQ's plain use), and the client waits as KvWorker::Wait
+//        does (polls for up to Customer::kDefaultSpinUs, then blocks). The ratio is against the second: the same
+//        waiting on both sides, so it shows what the parameter server's own path costs.
 //   kv   a one-tier parameter server over ZmqVan: a Scheduler, a server (KvServer + SyncAggregator, one expected
 //        sender, IdentitySink: the answer is the pushed value) and a worker (KvWorker). Each round is one
 //        PushPull of one key of N/4 floats (zero-copy Bytes overload) waited for with Wait: N bytes out, N back.
 //
-// Both paths share one ZeroMQ context (the same I/O threads). Throughput = 2 * N bytes per round trip / time, in
-// MB/s (10^6 bytes per second), for both. Raw and kv are timed alternately, back to back, `repeats` times per size:
-// the throughputs are the medians of each path's timings and the ratio is the median of the per-pair ratios, so a
-// burst of load from other processes hits both sides of a comparison. Nothing is asserted: the numbers are
+// All share one ZeroMQ context (the same I/O threads). Throughput = 2 * N bytes per round trip / time, in MB/s
+// (10^6 bytes per second). Raw, raw polling and kv are timed alternately, back to back, `repeats` times per size:
+// the throughputs are the medians of each path's timings and the ratios are medians of the per-repeat ratios, so
+// a burst of load from other processes hits both sides of a comparison. Nothing is asserted: the numbers are
 // reported (docs/benchmarks.md).
 //
 // Not thread-safe to run two at once on the same ports (each run binds its own free ports, so it is safe).
@@ -37,15 +40,19 @@ struct CommBenchOptions {
 };
 
 struct CommBenchRow {
-  size_t bytes = 0;         // N: bytes each way per round trip
-  double raw_zmq_mb_s = 0;  // 2 * N * iterations / seconds / 1e6, raw ZeroMQ ping-pong (median)
-  double kv_mb_s = 0;       // the same for KvWorker::PushPull + Wait (median)
-  // kv throughput / raw throughput: the median over repeats of raw_seconds / kv_seconds of each back-to-back pair
-  // of timings (robust to load that comes and goes; equal to kv_mb_s / raw_zmq_mb_s on a quiet machine).
+  size_t bytes = 0;          // N: bytes each way per round trip
+  double raw_zmq_mb_s = 0;   // 2 * N * iterations / seconds / 1e6, raw ZeroMQ ping-pong, blocking receive (median)
+  double raw_poll_mb_s = 0;  // the same, the client waiting as KvWorker::Wait does (polls, then blocks)
+  double kv_mb_s = 0;        // the same for KvWorker::PushPull + Wait (median)
+  // kv throughput / raw throughput with the same wait (raw_poll): the median over repeats of raw_seconds /
+  // kv_seconds of each back-to-back pair of timings (robust to load that comes and goes; equal to kv_mb_s /
+  // raw_poll_mb_s on a quiet machine).
   double ratio = 0;
   double ratio_min = 0;  // the spread of those per-repeat ratios
   double ratio_max = 0;
+  double ratio_blocking = 0;  // the same median against the blocking raw client (raw_zmq_mb_s)
   double raw_us_per_roundtrip = 0;  // microseconds per round trip (median timing)
+  double raw_poll_us_per_roundtrip = 0;
   double kv_us_per_roundtrip = 0;
   int iterations = 0;  // timed round trips per timing (after resolving the 0 default)
 };

@@ -1,6 +1,8 @@
 #include "comm/customer.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "engine/base/logging.h"
@@ -19,8 +21,8 @@ std::string Seconds(int ms) {
 
 }  // namespace
 
-Customer::Customer(std::string name, int request_timeout_ms)
-    : name_(std::move(name)), request_timeout_ms_(request_timeout_ms) {}
+Customer::Customer(std::string name, int request_timeout_ms, int spin_us)
+    : name_(std::move(name)), request_timeout_ms_(request_timeout_ms), spin_us_(spin_us < 0 ? 0 : spin_us) {}
 
 Customer::~Customer() { Fail(Status::Cancelled(name_ + ": shutting down")); }
 
@@ -82,6 +84,7 @@ Customer::Callback Customer::FinishLocked(std::map<int64_t, Request>::iterator i
   }
   *result = std::move(status);
   pending_.erase(it);
+  finished_.fetch_add(1, std::memory_order_release);
   return done;
 }
 
@@ -131,7 +134,14 @@ Status Customer::TimeoutStatus(int64_t ts, const Request& r) const {
   return Status::DeadlineExceeded(std::move(msg));
 }
 
+void Customer::SpinUntilChanged(uint64_t seen, Clock::time_point until) const {
+  while (finished_.load(std::memory_order_acquire) == seen && Clock::now() < until) {
+    std::this_thread::yield();  // whoever completes the request may need this core
+  }
+}
+
 Status Customer::Wait(int64_t ts) {
+  const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(spin_us_);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     auto done = results_.find(ts);
@@ -156,6 +166,14 @@ Status Customer::Wait(int64_t ts) {
       return timeout;
     }
     const Clock::time_point deadline = it->second.deadline;  // the entry may be erased while we sleep
+    if (Clock::now() < spin_until) {
+      // Poll (without the lock) until some request completes, then look again; sleep once spin_us has passed.
+      const uint64_t seen = finished_.load(std::memory_order_relaxed);
+      lock.unlock();
+      SpinUntilChanged(seen, std::min(spin_until, deadline));
+      lock.lock();
+      continue;
+    }
     cv_.wait_until(lock, deadline);
   }
 }

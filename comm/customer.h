@@ -11,6 +11,7 @@
 // response, the ticker for a timeout, the caller of Fail) and never under the Customer's lock.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -44,8 +45,10 @@ class Customer {
     std::string what;
   };
 
-  // `name` prefixes error messages (e.g. "tier dc-a"). request_timeout_ms <= 0 disables timeouts.
-  Customer(std::string name, int request_timeout_ms);
+  // `name` prefixes error messages (e.g. "tier dc-a"). request_timeout_ms <= 0 disables timeouts. spin_us: see
+  // Wait (0: sleep at once).
+  static constexpr int kDefaultSpinUs = 200;
+  Customer(std::string name, int request_timeout_ms, int spin_us = kDefaultSpinUs);
   ~Customer();  // pending callbacks are called with kCancelled
 
   // Starts a request that completes when every peer in `expected` has answered (immediately if empty).
@@ -65,6 +68,9 @@ class Customer {
 
   // Blocks until `ts` completes or its deadline passes. Collects (and forgets) the result; a second Wait on the
   // same ts, or a Wait on a request with a callback, returns kNotFound.
+  // Before it sleeps, Wait polls for up to spin_us (constructor) microseconds, yielding the CPU between looks:
+  // an answer that arrives meanwhile costs no wake-up of a sleeping thread (tens of microseconds on a VM, as much
+  // as a whole 4 KiB round trip over loopback; docs/benchmarks.md "geomx bench comm").
   Status Wait(int64_t ts);
 
   // Completes every pending request with `status` (e.g. a dead peer). Later requests complete with it at once.
@@ -92,14 +98,19 @@ class Customer {
   Callback FinishLocked(std::map<int64_t, Request>::iterator it, Status status, Status* result);
   Status TimeoutStatus(int64_t ts, const Request& r) const;
 
+  // Polls `finished_` (yielding the CPU between looks) until it differs from `seen` or `until`.
+  void SpinUntilChanged(uint64_t seen, Clock::time_point until) const;
+
   const std::string name_;
   const int request_timeout_ms_;
+  const int spin_us_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   int64_t next_ts_ = 0;                        // GUARDED_BY(mu_)
   std::map<int64_t, Request> pending_;         // GUARDED_BY(mu_)
   std::map<int64_t, Status> results_;          // GUARDED_BY(mu_): completed, not yet waited for (bounded)
   Status failed_;                              // GUARDED_BY(mu_): set by Fail()
+  std::atomic<uint64_t> finished_{0};          // requests completed so far (written under mu_, read by spinners)
 };
 
 }  // namespace geomx::comm

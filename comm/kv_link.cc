@@ -228,6 +228,24 @@ Status KvLink::PushPull(std::span<const uint64_t> keys, std::span<const float* c
   return Blocking(Command::kPushPull, keys, values, outs, round, num_merged);
 }
 
+Status KvLink::PushPull(std::span<const uint64_t> keys, std::span<const Bytes> values, std::span<float* const> outs,
+                        int64_t round, int num_merged) {
+  if (!codec_.compressed && !sender_ && num_merged == 1) {
+    return kv_->Wait(kv_->PushPull(keys, values, outs, round));  // checks the sizes itself
+  }
+  if (values.size() != keys.size()) return Status::InvalidArgument("kv link: keys and values differ");
+  std::vector<const float*> in(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (layout().contains(keys[i]) && values[i].size() != layout().length(keys[i]) * sizeof(float)) {
+      return Status::InvalidArgument("kv link: key " + std::to_string(keys[i]) + " has " +
+                                     std::to_string(layout().length(keys[i])) + " floats, got " +
+                                     std::to_string(values[i].size()) + " bytes");
+    }
+    in[i] = reinterpret_cast<const float*>(values[i].data());
+  }
+  return Blocking(Command::kPushPull, keys, in, outs, round, num_merged);
+}
+
 void KvLink::PushPullAsync(std::span<const uint64_t> keys, std::span<const float* const> values,
                            std::span<float* const> outs, int64_t round, KeyDone on_key) {
   Start(Command::kPushPull, keys, values, outs, round, 1, std::move(on_key));

@@ -70,6 +70,11 @@ class KvLink {
   Status Pull(std::span<const uint64_t> keys, std::span<float* const> outs, int64_t round);
   Status PushPull(std::span<const uint64_t> keys, std::span<const float* const> values,
                   std::span<float* const> outs, int64_t round, int num_merged = 1);
+  // The same with each value a shared buffer of f32 (a host tensor's storage, say). On a dense tier without P3
+  // the buffers go onto the network without a copy (KvWorker's Bytes call), so they must not change until the
+  // call returns; otherwise as the call above. kInvalidArgument when a buffer's size is not its key's length.
+  Status PushPull(std::span<const uint64_t> keys, std::span<const Bytes> values, std::span<float* const> outs,
+                  int64_t round, int num_merged = 1);
 
   // Whole keys, asynchronous: `on_key(i, status)` is called exactly once per key index i once all of keys[i]'s
   // slices were answered (and written to outs[i]) or one of them failed. With P3 keys complete in priority

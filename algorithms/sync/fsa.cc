@@ -166,10 +166,11 @@ class FsaWorker final : public WorkerSync {
 
   Status Apply(const std::vector<nn::Parameter*>& params, int64_t round) override {
     if (server_update_) {
-      return exchange_.Exchange(params, HostGradients(params), round, ParamExchange::Answer::kWeights);
+      return exchange_.Exchange(params, HostGradients(params), round, ParamExchange::Answer::kWeights,
+                                ParamExchange::Values::kFinal);
     }
-    GEOMX_RETURN_IF_ERROR(
-        exchange_.Exchange(params, HostGradients(params), round, ParamExchange::Answer::kMeanGradient));
+    GEOMX_RETURN_IF_ERROR(exchange_.Exchange(params, HostGradients(params), round,
+                                             ParamExchange::Answer::kMeanGradient, ParamExchange::Values::kFinal));
     local_optimizer_->Step(params);
     return Status::Ok();
   }

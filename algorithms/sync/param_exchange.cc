@@ -68,29 +68,53 @@ Status ParamExchange::PullInitial(const std::vector<nn::Parameter*>& params) {
   return PullAfter(params, comm::kInitRound);
 }
 
+std::vector<float*> ParamExchange::WeightTargets() const {
+  std::vector<float*> outs = outs_;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const Tensor& t = state_[i].param->data();
+    if (t.device().is_cpu() && t.dtype() == DType::kF32) outs[i] = t.data<float>();
+  }
+  return outs;
+}
+
+void ParamExchange::CopyStagedWeights(const std::vector<float*>& outs) {
+  for (size_t i = 0; i < state_.size(); ++i) {
+    if (outs[i] == outs_[i]) CopyIntoTensor(state_[i].incoming, state_[i].param->data());
+  }
+}
+
 Status ParamExchange::PullAfter(const std::vector<nn::Parameter*>& params, int64_t round) {
   GEOMX_RETURN_IF_ERROR(Prepare(params));
-  GEOMX_RETURN_IF_ERROR(link_->Pull(keys_, outs_, round));
-  for (KeyState& k : state_) CopyIntoTensor(k.incoming, k.param->data());
+  const std::vector<float*> outs = WeightTargets();
+  GEOMX_RETURN_IF_ERROR(link_->Pull(keys_, outs, round));
+  CopyStagedWeights(outs);
   return Status::Ok();
 }
 
 Status ParamExchange::Exchange(const std::vector<nn::Parameter*>& params, const std::vector<Tensor>& values,
-                               int64_t round, Answer answer) {
+                               int64_t round, Answer answer, Values sent) {
   GEOMX_RETURN_IF_ERROR(Prepare(params));
   // The previous exchange, if a key was not consumed by a forward pass (SendEarly did it for a round it began).
   if (early_round_ != round) GEOMX_RETURN_IF_ERROR(Flush());
   std::vector<const float*> in(values.size());
   for (size_t i = 0; i < values.size(); ++i) in[i] = values[i].data<float>();
   if (!lazy_ || answer == Answer::kMeanGradient) {
-    // Eager: every answer at once (P3 still orders the slices on the network).
-    GEOMX_RETURN_IF_ERROR(link_->PushPull(keys_, in, outs_, round));
+    // Eager: every answer at once (P3 still orders the slices on the network). Final values go out without a
+    // copy on a dense tier (their storage travels: a receiver in this process may even keep it), and new weights
+    // land in the host parameters themselves: the answer is copied once, from the received frame.
+    std::vector<Bytes> shared;
+    if (sent == Values::kFinal) {
+      for (const Tensor& v : values) shared.push_back(Bytes::Wrap(v.storage(), v.raw_data(), v.nbytes()));
+    }
+    const std::vector<float*> outs = answer == Answer::kWeights ? WeightTargets() : outs_;
+    GEOMX_RETURN_IF_ERROR(sent == Values::kFinal ? link_->PushPull(keys_, shared, outs, round)
+                                                 : link_->PushPull(keys_, in, outs, round));
+    if (answer == Answer::kWeights) {
+      CopyStagedWeights(outs);
+      return Status::Ok();
+    }
     for (KeyState& k : state_) {
-      if (answer == Answer::kWeights) {
-        CopyIntoTensor(k.incoming, k.param->data());
-      } else {
-        k.param->var().set_grad(Tensor::FromVector(k.incoming, k.param->data().shape(), k.param->data().device()));
-      }
+      k.param->var().set_grad(Tensor::FromVector(k.incoming, k.param->data().shape(), k.param->data().device()));
     }
     return Status::Ok();
   }

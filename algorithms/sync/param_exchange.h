@@ -9,7 +9,9 @@
 //
 // What never reads a half-updated parameter: a forward pass (training and evaluation both run the hooks), the
 // next Exchange (it first writes every answer of the previous one), and whoever calls Flush (the trainer before
-// checkpoints and at the end of the run, train::ParameterUpdate::Flush).
+// checkpoints and at the end of the run, train::ParameterUpdate::Flush). An eager exchange of weights writes the
+// answers straight into host parameters (no staging copy), so after it FAILED some parameters may hold the new
+// round's slices and others the old; the trainer returns that error and trains no further.
 //
 // Parameter i of the list passed to the first call is key i of the tier's layout. Not thread-safe: the trainer's
 // thread calls it (answers land on the receive thread). Borrows the link and the model (both must outlive it);
@@ -47,9 +49,16 @@ class ParamExchange {
   Status PullInitial(const std::vector<nn::Parameter*>& params);
   // The servers' values once `round` completed (kInitRound: the initial weights) into the parameters.
   Status PullAfter(const std::vector<nn::Parameter*>& params, int64_t round);
+  // How Exchange may send the values.
+  enum class Values {
+    kCopied,  // the link copies them before the call returns (the caller may write them again, e.g. weights)
+    // Nothing writes the tensors' storage ever again (gradients: every backward pass makes fresh ones, and
+    // HostGradients' copies are the exchange's own): on a dense tier the storage itself goes onto the network.
+    kFinal,
+  };
   // Sends values[i] (host f32, parameter i's size) for every parameter at `round` and writes the answers.
   Status Exchange(const std::vector<nn::Parameter*>& params, const std::vector<Tensor>& values, int64_t round,
-                  Answer answer);
+                  Answer answer, Values sent = Values::kCopied);
   // Lazy exchanges of gradients for weights (P3): sends params[index]'s gradient of `round` now, while backward
   // still runs; the Exchange of that round then sends only the parameters not sent yet.
   Status SendEarly(const std::vector<nn::Parameter*>& params, size_t index, int64_t round);
@@ -67,6 +76,10 @@ class ParamExchange {
   };
 
   Status Prepare(const std::vector<nn::Parameter*>& params);
+  // Where an eager exchange writes key i's new weights: the parameter's own memory when it is host f32 (read now,
+  // so a replaced tensor is followed), else its staging vector (outs_[i]); CopyStagedWeights then copies those.
+  std::vector<float*> WeightTargets() const;
+  void CopyStagedWeights(const std::vector<float*>& outs);
   // Starts the async push-pull of keys_[i] for every i in `which` (their states marked pending).
   void Start(const std::vector<size_t>& which, const std::vector<const float*>& in, int64_t round);
   // Waits for key i's answers and writes them into its parameter.

@@ -22,7 +22,8 @@ TEST(CommBenchTest, SmallSizesGivePositiveFiniteFigures) {
     const CommBenchRow& r = (*rows)[i];
     EXPECT_EQ(r.bytes, o.sizes[i]);
     EXPECT_EQ(r.iterations, 10);
-    for (double v : {r.raw_zmq_mb_s, r.kv_mb_s, r.ratio, r.raw_us_per_roundtrip, r.kv_us_per_roundtrip}) {
+    for (double v : {r.raw_zmq_mb_s, r.raw_poll_mb_s, r.kv_mb_s, r.ratio, r.ratio_blocking, r.raw_us_per_roundtrip,
+                     r.raw_poll_us_per_roundtrip, r.kv_us_per_roundtrip}) {
       EXPECT_TRUE(std::isfinite(v) && v > 0) << "size " << r.bytes << ": " << v;
     }
     EXPECT_LE(r.ratio_min, r.ratio);

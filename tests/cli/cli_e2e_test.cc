@@ -58,16 +58,19 @@ TEST(CliTest, BenchCommPrintsTheTableAndWritesJson) {
   ScratchDir dir;
   auto r = RunGeomx("bench comm --sizes 4096 --iterations 20 --repeats 1 --json comm.json", dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("raw ZeroMQ MB/s"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("geomx KV MB/s"), std::string::npos) << r.output;
+  for (const char* column : {"raw MB/s", "poll MB/s", "KV MB/s", "vs raw", "poll us/rt"}) {
+    EXPECT_NE(r.output.find(column), std::string::npos) << column << "\n" << r.output;
+  }
   EXPECT_NE(r.output.find("4 KiB"), std::string::npos) << r.output;
   const std::string json = ReadFile(dir / "comm.json");
   EXPECT_EQ(Field(json, "bytes"), "4096") << json;
   EXPECT_EQ(Field(json, "iterations"), "20") << json;
-  EXPECT_GT(std::stod(Field(json, "ratio")), 0) << json;
+  for (const char* field : {"ratio", "ratio_blocking", "raw_poll_mb_s", "raw_poll_us_per_roundtrip"}) {
+    EXPECT_GT(std::stod(Field(json, field)), 0) << field << "\n" << json;
+  }
   auto plain = RunGeomx("bench comm --sizes 4096 --iterations 20", dir.path());
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
-  EXPECT_NE(plain.output.find("raw ZeroMQ MB/s"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("KV MB/s"), std::string::npos) << plain.output;
   auto bad = RunGeomx("bench comm --sizes 4095", dir.path());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("multiple of 4"), std::string::npos) << bad.output;

@@ -86,6 +86,35 @@ TEST(CustomerTest, FailWakesWaitersPromptlyAndFailsLaterRequests) {
   EXPECT_EQ(c.Wait(c.NewRequest({{1, "a"}}, "push")).code(), StatusCode::kUnavailable);
 }
 
+// Wait polls before it sleeps (spin_us). Another request's completion during the poll must not end the wait:
+// the waiter gets its own request's result, which comes later.
+TEST(CustomerTest, APollingWaitReturnsItsOwnResultNotAnotherCompletion) {
+  Customer c("t", 60000, /*spin_us=*/2'000'000);
+  const int64_t a = c.NewRequest({{1, "server a"}}, "pushpull a");
+  const int64_t b = c.NewRequest({{1, "server a"}}, "pushpull b");
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.AddResponse(b, 1, Status::Ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.AddResponse(a, 1, Status::FailedPrecondition("a refused"));
+  });
+  const Status s = c.Wait(a);
+  t.join();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("a refused"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(c.Wait(b).ok());
+}
+
+// The poll ends at the request's deadline, however long spin_us is (over half an hour here: a poll that ignored the
+// deadline would hang this test until ctest's timeout).
+TEST(CustomerTest, APollingWaitStillTimesOut) {
+  Customer c("tier t", 50, /*spin_us=*/2'000'000'000);
+  const int64_t ts = c.NewRequest({{1, "server a for key 2"}}, "push round 3");
+  const Status s = c.Wait(ts);
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  EXPECT_NE(s.message().find("server a for key 2"), std::string::npos) << s.ToString();
+}
+
 TEST(CustomerTest, MemoryStaysBounded) {
   Customer c("t", 2000);
   for (int i = 0; i < 10000; ++i) {

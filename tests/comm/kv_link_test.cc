@@ -54,15 +54,21 @@ class KvLinkTest : public ::testing::TestWithParam<std::string> {
     kvs_.clear();
     server_.reset();
   }
-  // Both workers PushPull (a, b) concurrently; returns each one's answer (7 + 3 floats).
-  std::vector<std::vector<float>> PushPullBoth(const std::vector<std::vector<float>>& values) {
+  // Both workers PushPull (a, b) concurrently; returns each one's answer (7 + 3 floats). as_bytes: through the
+  // call that takes the values as shared buffers.
+  std::vector<std::vector<float>> PushPullBoth(const std::vector<std::vector<float>>& values, bool as_bytes = false) {
     std::vector<std::vector<float>> out(2, std::vector<float>(10));
     std::vector<std::function<Status()>> calls;
     for (int w = 0; w < 2; ++w) {
-      calls.push_back([&, w] {
+      calls.push_back([&, w, as_bytes] {
         const uint64_t keys[] = {0, 1};
-        const float* in[] = {values[w].data(), values[w].data() + 7};
         float* outs[] = {out[w].data(), out[w].data() + 7};
+        if (as_bytes) {
+          const Bytes in[] = {Bytes::Copy(values[w].data(), 7 * sizeof(float)),
+                              Bytes::Copy(values[w].data() + 7, 3 * sizeof(float))};
+          return links_[w]->PushPull(keys, in, outs, 0);
+        }
+        const float* in[] = {values[w].data(), values[w].data() + 7};
         return links_[w]->PushPull(keys, in, outs, 0);
       });
     }
@@ -93,6 +99,38 @@ TEST_P(KvLinkTest, DenseLinkGivesTheExactMean) {
   const auto v = TwoWorkersValues();
   for (const auto& got : PushPullBoth(v)) {
     for (int i = 0; i < 10; ++i) EXPECT_FLOAT_EQ(got[i], (v[0][i] + v[1][i]) / 2) << i;
+  }
+}
+
+// Values as shared buffers (the trainer's zero-copy call): the same mean as float pointers, on a dense link
+// (KvWorker sends the buffers themselves) and on a compressed one (encoded as usual); a buffer of the wrong size is
+// refused before anything is sent.
+TEST_P(KvLinkTest, BufferValuesGiveTheSameAnswersAndWrongSizesAreRefused) {
+  for (const bool fp16 : {false, true}) {
+    SCOPED_TRACE(fp16 ? "fp16" : "dense");
+    LinkSchemes schemes;
+    if (fp16) schemes.worker_to_local = schemes.local_to_worker = LinkScheme::kFp16;
+    const TierCodec codec = MakeLinkPlan(schemes, LinkParams{}).local;
+    StoreSink mean;
+    SyncAggregatorOptions opts{.expected_senders = 2};
+    opts.tier = codec;
+    auto agg = SyncAggregator::Create(KeyLayout::Build(Keys(), 1, 12).value(), opts, &mean).value();
+    Start(agg.get(), codec);
+    const auto v = TwoWorkersValues();
+    for (const auto& got : PushPullBoth(v, /*as_bytes=*/true)) {
+      for (int i = 0; i < 10; ++i) EXPECT_NEAR(got[i], (v[0][i] + v[1][i]) / 2, fp16 ? 2e-3f : 0.0f) << i;
+    }
+    const uint64_t keys[] = {0, 1};
+    const Bytes short_value[] = {Bytes::Copy(v[0].data(), 6 * sizeof(float)), Bytes::Copy(v[0].data(), 12)};
+    std::vector<float> out(10, -7.0f);
+    float* outs[] = {out.data(), out.data() + 7};
+    const Status s = links_[0]->PushPull(keys, short_value, outs, 1);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("key 0 has 7 floats, got 24 bytes"), std::string::npos) << s.ToString();
+    EXPECT_EQ(out, std::vector<float>(10, -7.0f));
+    TearDown();
+    tier_.reset();
+    t_ = testing::MakeTransport(GetParam());
   }
 }
 
