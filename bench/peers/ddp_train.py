@@ -125,7 +125,7 @@ def main():
     perm = torch.randperm(len(ytr), generator=torch.Generator().manual_seed(a.seed))
     share = len(ytr) // a.world
     mine = perm[a.rank * share:(a.rank + 1) * share]
-    model = nn.parallel.DistributedDataParallel(geomx_init(geomx_cnn()))
+    model = nn.parallel.DistributedDataParallel(geomx_init(geomx_cnn(nn)))
     if a.optimizer == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     elif a.optimizer == "adamw":

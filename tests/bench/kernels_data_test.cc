@@ -3,7 +3,8 @@
 // hand-written IDX files, the data directory's errors, and that the PyTorch peer (bench/peers/torch_cnn.py, its
 // numpy-only --checksum mode) sees exactly the batches geomx builds: the same labels in the same order, the same
 // pixel sums and bit-identical first values, on the hand-written files (with wrapping) and on the installed
-// Fashion-MNIST. Then the command end to end on the hand-written files. Nothing here depends on timing.
+// Fashion-MNIST. Then the command end to end on the hand-written files, and the DDP peer (bench/peers/ddp_train.py)
+// training one rank on them. Nothing here depends on timing.
 #include "bench/kernels_data.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/free_ports.h"
 #include "tests/testutil.h"
 
 namespace geomx::bench {
@@ -309,6 +311,29 @@ TEST(BenchKernelsCommand, RecurrentModelsRunAndUnknownOnesExit2) {
   const testing::CommandResult bad = testing::RunGeomx("bench kernels --model transformer --no-torch");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--model"), std::string::npos) << bad.output;
+}
+
+// ---- the DDP peer of `geomx bench RECIPE --configs ddp` (bench/peers/ddp_train.py) ----
+
+// One rank (world 1, gloo on loopback) trains one epoch of the hand-written files and reports the end. A regression
+// test: the peer once called torch_cnn.geomx_cnn() without its `nn` argument and died before training, and the
+// bench only showed "ddp: failed".
+TEST(DdpPeer, OneRankTrainsAnEpochOnHandWrittenFilesAndReportsTheEnd) {
+  if (!PythonHas("numpy, torch")) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy and torch (--bench packages)";
+  testing::ScratchDir dir;
+  WriteFixture(dir.path(), 8);
+  auto port = cli::PickFreePorts("127.0.0.1", 1);
+  ASSERT_TRUE(port.ok()) << port.status().message();
+  const testing::CommandResult r = RunShell(
+      "env GLOO_SOCKET_IFNAME=lo /usr/bin/python3 '" + (testing::SourceDir() / "bench/peers/ddp_train.py").string() +
+      "' --rank 0 --world 1 --master-addr 127.0.0.1 --master-port " + std::to_string(port->front()) + " --data '" +
+      dir.path().string() + "' --batch-size 2 --epochs 1 --lr 0.05");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"event\": \"done\""), std::string::npos) << r.output;
+  EXPECT_EQ(NumberAfter(r.output, "iterations"), 4) << r.output;  // 8 examples of one rank in batches of 2
+  EXPECT_EQ(NumberAfter(r.output, "world"), 1) << r.output;
+  const double acc = NumberAfter(r.output, "final_accuracy");  // on the 2 test images: 0, 0.5 or 1
+  EXPECT_TRUE(acc == 0 || acc == 0.5 || acc == 1) << r.output;
 }
 
 }  // namespace
