@@ -56,6 +56,7 @@ Result<cluster::ClusterConfig> ClusterConfigOf(const Recipe& r) {
     dgt.plan.adaptive_k = a.dgt_adaptive;
     dgt.plan.channels = static_cast<int>(a.dgt_channels);
     dgt.deadline_s = a.dgt_deadline_s;
+    GEOMX_ASSIGN_OR_RETURN(dgt.transport, comm::ParseDgtTransport(a.dgt_mode));
     c.global_send.dgt = dgt;
   }
   if (a.tsengine) {

@@ -54,6 +54,7 @@ struct AcceleratorsConfig {
   float dgt_alpha = 0.3f;            // contribution momentum
   int64_t dgt_channels = 3;          // lower-priority channels
   double dgt_deadline_s = 0.02;      // how long a round waits for missing blocks
+  std::string dgt_mode = "unreliable";  // unreliable | tcp-priority | tcp-priority-4bit (comm::DgtTransport)
   // accelerators.tsengine (comm/tsengine/ts_relay.h): relays between the local servers (between data centres).
   bool tsengine = false;             // accelerators.tsengine.enabled
   float tsengine_max_greedy = 0.9f;  // cap of the exploit probability

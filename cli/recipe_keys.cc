@@ -356,7 +356,7 @@ std::vector<RecipeKey> BuildTable() {
        .help = "P3: elements per slice (the unit of priority and pre-emption)."},
       {.path = "accelerators.dgt.enabled", .field = [](R r) -> F { return &r.accelerators.dgt; },
        .help = "DGT: the local servers push each slice in blocks, the important ones reliably and the rest as "
-       "datagrams that a lossy WAN may drop (error feedback sends those again)."},
+       "lower-priority channels (accelerators.dgt.mode)."},
       {.path = "accelerators.dgt.block_bytes", .field = [](R r) -> F { return &r.accelerators.dgt_block_bytes; },
        .range = Between(4, false, 1336, false),
        .help = "DGT: bytes per block, a multiple of 4; a block, its headers and its datagram's seal fit one "
@@ -378,6 +378,11 @@ std::vector<RecipeKey> BuildTable() {
        .range = Between(0, false, 60, false),
        .help = "DGT: how long a global server waits for a round's missing blocks after its reliable part.",
        .allowed_doc = "0 to 60 s, N with us, ms, s"},
+      {.path = "accelerators.dgt.mode", .field = [](R r) -> F { return &r.accelerators.dgt_mode; },
+       .allowed = {"unreliable", "tcp-priority", "tcp-priority-4bit"}, .noun = "DGT mode",
+       .help = "DGT: how the unimportant blocks travel: datagrams a lossy link may drop (error feedback sends "
+       "them again), or a TCP connection per channel with its own IP TOS, sent after the reliable part (blocks "
+       "late for their round are added into the next one), optionally quantised to 4 bits with error feedback."},
       {.path = "accelerators.tsengine.enabled", .field = [](R r) -> F { return &r.accelerators.tsengine; },
        .help = "TSEngine: the local servers pass their sums to each other and the new model on to each other, in "
        "an overlay the global servers choose transfer by transfer from measured link throughput (between data "

@@ -123,7 +123,11 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
   GEOMX_ASSIGN_OR_RETURN(std::optional<ProcessSecurity> security, LoadProcessSecurity(recipe, name));
   comm::ZmqContext context;
   comm::ZmqVanOptions van_options;
-  van_options.datagrams = recipe.accelerators.dgt;  // DGT's low-priority blocks over UDP (sealed with the keys)
+  // DGT's low-priority blocks over UDP (sealed with the keys), or on a TCP connection per channel.
+  const bool dgt_datagrams = recipe.accelerators.dgt_mode == "unreliable";
+  van_options.datagrams = recipe.accelerators.dgt && dgt_datagrams;
+  van_options.priority_channels =
+      recipe.accelerators.dgt && !dgt_datagrams ? static_cast<int>(recipe.accelerators.dgt_channels) : 0;
   if (security) {
     std::map<std::string, std::string> admitted;  // public key -> member
     for (const auto& [member, key] : security->public_keys) admitted[key] = member;

@@ -6,6 +6,7 @@
 #include "comm/compression/compressor.h"
 #include "comm/p3/priority_sender.h"
 #include "comm/postoffice.h"
+#include "engine/base/logging.h"
 
 namespace geomx::comm {
 
@@ -266,12 +267,16 @@ void KvLink::PushPullSlice(uint64_t wire_key, std::span<const float> values, int
     if (!begun.ok()) return done(begun.status(), {});
     auto push = std::make_shared<DgtSender::Push>(std::move(begun).value());
     RawRequest req = push->request;
-    return Send(std::move(req), [this, push, done = std::move(done)](Status st, std::vector<Bytes> v) {
+    Send(std::move(req), [this, push, done = std::move(done)](Status st, std::vector<Bytes> v) {
       if (!st.ok()) return done(st, {});
       Result<std::vector<float>> out = dgt_->Finish(*push, v);
       if (!out.ok()) return done(out.status(), {});
       done(Status::Ok(), std::move(out).value());
     });
+    // TCP-priority: the channel messages after the reliable request (Finish does not read push->low). A van that
+    // cannot send them is stopping; the deadline closes the round without them.
+    if (Status s = dgt_->SendLow(push.get()); !s.ok()) GEOMX_LOG(kWarning) << s.ToString();
+    return;
   }
   Result<Bytes> payload = EncodeSlice(wire_key, values);
   if (!payload.ok()) return done(payload.status(), {});

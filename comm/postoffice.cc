@@ -517,11 +517,16 @@ void Postoffice::StopThreads() {
   if (receiver_.joinable()) receiver_.join();
 }
 
-Status Postoffice::Send(int node_id, Message msg) { return SendVia(node_id, std::move(msg), false); }
+Status Postoffice::Send(int node_id, Message msg) { return SendVia(node_id, std::move(msg), 0); }
 
-Status Postoffice::SendDatagram(int node_id, Message msg) { return SendVia(node_id, std::move(msg), true); }
+Status Postoffice::SendDatagram(int node_id, Message msg) { return SendVia(node_id, std::move(msg), -1); }
 
-Status Postoffice::SendVia(int node_id, Message msg, bool datagram) {
+Status Postoffice::SendOnChannel(int node_id, Message msg, int channel) {
+  if (channel < 1) return Status::InvalidArgument("SendOnChannel: channel " + std::to_string(channel) + " < 1");
+  return SendVia(node_id, std::move(msg), channel);
+}
+
+Status Postoffice::SendVia(int node_id, Message msg, int channel) {
   if (!started_) return Status::FailedPrecondition("tier " + spec_.name + ": Send before Start");
   if (FindNode(node_id) == nullptr) {
     return Status::NotFound("tier " + spec_.name + ": no node " + std::to_string(node_id));
@@ -529,7 +534,9 @@ Status Postoffice::SendVia(int node_id, Message msg, bool datagram) {
   msg.meta.version = kProtocolVersion;
   msg.meta.sender = self_.id;
   msg.meta.recipient = node_id;
-  Result<size_t> sent = datagram ? van_->SendDatagram(node_id, msg) : van_->Send(node_id, msg);
+  Result<size_t> sent = channel < 0   ? van_->SendDatagram(node_id, msg)
+                        : channel == 0 ? van_->Send(node_id, msg)
+                                       : van_->SendOnChannel(node_id, msg, channel);
   return sent.ok() ? Status::Ok() : sent.status();
 }
 

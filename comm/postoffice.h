@@ -109,6 +109,8 @@ class Postoffice {
   Status Send(int node_id, Message msg);
   // As Send, as a datagram that may be lost (Van::SendDatagram).
   Status SendDatagram(int node_id, Message msg);
+  // As Send, on the van's priority channel `channel` >= 1 (Van::SendOnChannel).
+  Status SendOnChannel(int node_id, Message msg, int channel);
 
   // Customer dispatch. Register before Start() or before the barrier that lets peers talk to you; messages for
   // an app with no handler are logged and dropped. Unregister waits for a running handler to return, so it must
@@ -161,7 +163,8 @@ class Postoffice {
   void DispatchData(Message&& msg);
   void SetFatal(const Status& status);
   Status SendToScheduler(Command cmd, int64_t ts, std::string body);
-  Status SendVia(int node_id, Message msg, bool datagram);
+  // channel: 0 = Send, -1 = SendDatagram, >= 1 = SendOnChannel.
+  Status SendVia(int node_id, Message msg, int channel);
   // Waits on cv_ until `done()` (mu_ held), the tier failed, or `deadline`.
   template <typename Pred>
   bool WaitFor(std::unique_lock<std::mutex>& lock, Pred done, Clock::time_point deadline);

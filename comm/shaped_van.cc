@@ -98,11 +98,25 @@ Status ShapedVan::Connect(int node_id, const std::string& endpoint, LinkClass li
   return Status::Ok();
 }
 
-Result<size_t> ShapedVan::Send(int node_id, const Message& msg) { return Accept(node_id, msg, false); }
+Result<size_t> ShapedVan::Send(int node_id, const Message& msg) { return Accept(node_id, msg, 0); }
 
-Result<size_t> ShapedVan::SendDatagram(int node_id, const Message& msg) { return Accept(node_id, msg, true); }
+Result<size_t> ShapedVan::SendDatagram(int node_id, const Message& msg) { return Accept(node_id, msg, -1); }
 
-Result<size_t> ShapedVan::Accept(int node_id, const Message& msg, bool datagram) {
+Result<size_t> ShapedVan::SendOnChannel(int node_id, const Message& msg, int channel) {
+  if (channel < 1) return Status::InvalidArgument("ShapedVan::SendOnChannel: channel " + std::to_string(channel));
+  return Accept(node_id, msg, channel);
+}
+
+bool ShapedVan::Busy(const Peer& peer) {
+  if (!peer.queue.empty() || !peer.datagram_queue.empty() || peer.delivering) return true;
+  for (const auto& [c, flow] : peer.channels) {
+    if (!flow.queue.empty()) return true;
+  }
+  return false;
+}
+
+Result<size_t> ShapedVan::Accept(int node_id, const Message& msg, int channel) {
+  const bool datagram = channel < 0;
   const size_t bytes = WireSize(msg);
   LinkClass link;
   {
@@ -117,7 +131,7 @@ Result<size_t> ShapedVan::Accept(int node_id, const Message& msg, bool datagram)
     const LinkOptions& options = peer.options;
     PeerAccounting& acc = peer.accounting;
     const double now = clock_->Now();
-    if (IsShaped(options) || !peer.queue.empty() || !peer.datagram_queue.empty() || peer.delivering) {
+    if (IsShaped(options) || Busy(peer)) {
       // Not shaped only when nothing of this peer is still queued: otherwise it would overtake (FIFO per peer).
       const double capacity = options.bandwidth_bps > 0 ? static_cast<double>(bytes) * 8.0 / options.bandwidth_bps
                                                         : 0.0;
@@ -142,12 +156,15 @@ Result<size_t> ShapedVan::Accept(int node_id, const Message& msg, bool datagram)
         const double loss_rate = LossLimitedRate(options);
         if (loss_rate > 0 && (rate == 0 || loss_rate < rate)) rate = loss_rate;
         const double transmit = rate > 0 ? static_cast<double>(bytes) * 8.0 / rate : 0.0;
-        const double start = std::max(now, acc.link_free_at);
-        acc.link_free_at = std::max(start + transmit + TailLossWait(bytes, &peer), acc.capacity_free_at);
-        const double due = std::max(acc.link_free_at + options.latency_s, acc.last_due);
-        acc.last_due = due;
+        Flow* flow = channel > 0 ? &peer.channels[channel] : nullptr;
+        double& link_free_at = flow != nullptr ? flow->link_free_at : acc.link_free_at;
+        double& last_due = flow != nullptr ? flow->last_due : acc.last_due;
+        const double start = std::max(now, link_free_at);
+        link_free_at = std::max(start + transmit + TailLossWait(bytes, &peer), acc.capacity_free_at);
+        const double due = std::max(link_free_at + options.latency_s, last_due);
+        last_due = due;
         acc.transmit_seconds += transmit;
-        peer.queue.push_back(Pending{due, msg});
+        (flow != nullptr ? flow->queue : peer.queue).push_back(Pending{due, msg});
       }
       ++queued_;
       cv_.notify_one();
@@ -162,7 +179,9 @@ Result<size_t> ShapedVan::Accept(int node_id, const Message& msg, bool datagram)
   }
   // Unshaped link: straight through, in the caller's thread (a datagram on the inner van's unreliable channel: the
   // link's real loss applies, e.g. under `geomx bench --netns`).
-  Result<size_t> sent = datagram ? inner_->SendDatagram(node_id, msg) : inner_->Send(node_id, msg);
+  Result<size_t> sent = datagram      ? inner_->SendDatagram(node_id, msg)
+                        : channel == 0 ? inner_->Send(node_id, msg)
+                                       : inner_->SendOnChannel(node_id, msg, channel);
   if (sent.ok() && counters_ != nullptr) counters_->Add(link, Direction::kSent, bytes);
   return sent;
 }
@@ -175,13 +194,16 @@ void ShapedVan::SenderLoop() {
     Peer* next = nullptr;
     std::deque<Pending>* next_queue = nullptr;
     for (auto& [id, peer] : peers_) {
-      for (std::deque<Pending>* q : {&peer.queue, &peer.datagram_queue}) {
+      auto consider = [&, id = id, p = &peer](std::deque<Pending>* q) {
         if (!q->empty() && (next_queue == nullptr || q->front().due < next_queue->front().due)) {
           next_id = id;
-          next = &peer;
+          next = p;
           next_queue = q;
         }
-      }
+      };
+      consider(&peer.queue);
+      consider(&peer.datagram_queue);
+      for (auto& [c, flow] : peer.channels) consider(&flow.queue);
     }
     if (next == nullptr) {
       cv_.wait(lock);
@@ -236,6 +258,10 @@ void ShapedVan::Stop() {
       queued_ -= peer.queue.size() + peer.datagram_queue.size();
       peer.queue.clear();
       peer.datagram_queue.clear();
+      for (auto& [c, flow] : peer.channels) {
+        queued_ -= flow.queue.size();
+        flow.queue.clear();
+      }
     }
   }
   inner_->Stop();

@@ -25,6 +25,11 @@
 //     losses leaves the rest of the capacity to datagrams. Datagrams are delivered in order among themselves, not
 //     with the TCP messages. A datagram the draws kept is handed to the inner Van's reliable Send (the emulation
 //     decided its fate); on an unshaped link it goes to the inner Van's SendDatagram.
+//   * priority channels (SendOnChannel, DGT's TCP-priority modes): each channel of a peer is a TCP flow of its
+//     own, with its own loss-limited rate, tail losses and in-order delivery, sharing the link's capacity with
+//     the peer's other flows and datagrams in the order they were accepted: on a lossy link, C + 1 flows carry up
+//     to C + 1 times what one loss-limited flow does. On an unshaped link it goes to the inner Van's
+//     SendOnChannel.
 // A sender thread hands each message to the inner Van at its due time, in FIFO order per peer (due times to one
 // peer never decrease). A link with bandwidth 0, latency 0 and loss 0 is not shaped: Send passes the message
 // straight to the inner Van in the caller's thread (and still counts it).
@@ -116,6 +121,8 @@ class ShapedVan : public Van {
   Result<size_t> Send(int node_id, const Message& msg) override;
   // As Send, on the link's unreliable channel (see the class comment); a lost datagram is counted as sent.
   Result<size_t> SendDatagram(int node_id, const Message& msg) override;
+  // As Send, on the channel's own emulated TCP flow (see the class comment).
+  Result<size_t> SendOnChannel(int node_id, const Message& msg, int channel) override;
   Status Recv(Message* msg, int timeout_ms) override;
   // Stops the sender thread (dropping messages not yet due), then the inner Van. Idempotent.
   void Stop() override;
@@ -133,6 +140,12 @@ class ShapedVan : public Van {
     double due;
     Message msg;
   };
+  // A priority channel's TCP flow (channel 0's state is in PeerAccounting and Peer::queue).
+  struct Flow {
+    double link_free_at = 0;
+    double last_due = 0;
+    std::deque<Pending> queue;  // due times never decrease
+  };
   struct Peer {
     LinkClass link = LinkClass::kLan;
     LinkOptions options;        // the link's characteristics (set by Connect)
@@ -141,12 +154,16 @@ class ShapedVan : public Van {
     std::deque<Pending> queue;  // due times never decrease
     std::deque<Pending> datagram_queue;  // datagrams; due times never decrease
     double datagram_last_due = 0;
+    std::map<int, Flow> channels;  // priority channel >= 1 -> its flow
     bool delivering = false;    // the sender thread is handing this peer's queue head to the inner Van
   };
   LinkOptions LinkFor(LinkClass link, const std::string& peer_name) const;
   // The seconds of retransmission timeouts a message of `bytes` waits for on `peer`'s lossy link.
   double TailLossWait(size_t bytes, Peer* peer);
-  Result<size_t> Accept(int node_id, const Message& msg, bool datagram);
+  // channel: -1 a datagram, 0 Send's flow, >= 1 a priority channel's flow.
+  Result<size_t> Accept(int node_id, const Message& msg, int channel);
+  // Whether anything of `peer` is queued or being delivered.
+  static bool Busy(const Peer& peer);
   void SenderLoop();
 
   std::unique_ptr<Van> inner_;

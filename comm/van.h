@@ -36,6 +36,15 @@ class Van {
   // datagram's payload (kDatagramBytes). A Van without an unreliable channel (ZmqVan, LoopbackVan) delivers it
   // reliably, as Send does; ShapedVan emulates the loss of a lossy link. Returns the bytes put on the wire.
   virtual Result<size_t> SendDatagram(int node_id, const Message& msg) { return Send(node_id, msg); }
+  // Sends `msg` reliably on priority channel `channel` (1 = the most important of the lower-priority channels) to
+  // `node_id`: a connection of its own, so it is not in order with Send's messages or other channels', and on a
+  // lossy link each channel is its own TCP flow (DGT's TCP-priority modes, comm/dgt/dgt_link.h). ZmqVan opens one
+  // connection per channel with its own IP TOS; ShapedVan emulates a flow per channel; the others deliver it as
+  // Send does. Returns the bytes put on the wire.
+  virtual Result<size_t> SendOnChannel(int node_id, const Message& msg, int channel) {
+    (void)channel;
+    return Send(node_id, msg);
+  }
   // Waits up to `timeout_ms` (-1: forever) for the next message. kDeadlineExceeded on timeout; kDataLoss for a
   // malformed or wrong-version message (the caller logs it and keeps receiving); kCancelled after Stop().
   virtual Status Recv(Message* msg, int timeout_ms) = 0;

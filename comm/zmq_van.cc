@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -233,8 +234,9 @@ class ZmqContext::ZapHandler {
 };
 
 struct ZmqVan::Peer {
-  std::mutex mu;            // serialises whole multipart messages on `socket`
+  std::mutex mu;            // serialises whole multipart messages on `socket` and `channels`
   void* socket = nullptr;   // PUSH; guarded by mu; null after Stop()
+  std::vector<void*> channels;  // guarded by mu: [c - 1] = priority channel c's PUSH socket, null until used
   std::string endpoint;     // guarded by mu
   std::string server_key;   // guarded by mu: the peer's public key (Z85) with curve, else empty
 };
@@ -300,10 +302,17 @@ ZmqVan::~ZmqVan() {
   close(wake_pipe_[1]);
 }
 
-void* ZmqVan::NewSocket(int type, const std::string& server_key, std::string* error) {
+int PriorityChannelTos(int channel, int channels) { return std::max(0, channels - channel) * 32; }
+
+void* ZmqVan::NewSocket(int type, const std::string& server_key, std::string* error, int tos) {
   void* s = zmq_socket(context_->raw(), type);
   if (s == nullptr) {
     *error = "zmq_socket: " + ZmqError(zmq_errno());
+    return nullptr;
+  }
+  if (tos >= 0 && zmq_setsockopt(s, ZMQ_TOS, &tos, sizeof(tos)) != 0) {
+    *error = "zmq_setsockopt(ZMQ_TOS): " + ZmqError(zmq_errno());
+    zmq_close(s);
     return nullptr;
   }
   const int hwm = type == ZMQ_PULL ? options_.recv_hwm : options_.send_hwm;
@@ -429,7 +438,8 @@ Status ZmqVan::ConnectStream(int node_id, const std::string& endpoint, LinkClass
 
 Status ZmqVan::OpenPeer(int node_id, const std::string& endpoint, const std::string& server_key) {
   std::string error;
-  void* s = NewSocket(ZMQ_PUSH, server_key, &error);
+  const int tos = options_.priority_channels > 0 ? PriorityChannelTos(0, options_.priority_channels) : -1;
+  void* s = NewSocket(ZMQ_PUSH, server_key, &error, tos);
   if (s == nullptr) return Status::Internal("ZmqVan::Connect(node " + std::to_string(node_id) + "): " + error);
   if (zmq_connect(s, endpoint.c_str()) != 0) {
     const int err = zmq_errno();
@@ -437,7 +447,7 @@ Status ZmqVan::OpenPeer(int node_id, const std::string& endpoint, const std::str
     return Status::InvalidArgument("ZmqVan::Connect(node " + std::to_string(node_id) + ", " + endpoint +
                                    "): " + ZmqError(err));
   }
-  void* old = nullptr;
+  std::vector<void*> old;
   {
     std::lock_guard<std::mutex> lock(peers_mu_);
     // Checked under peers_mu_: a Stop() that set stopped_ after this point will find and close the new socket.
@@ -448,16 +458,49 @@ Status ZmqVan::OpenPeer(int node_id, const std::string& endpoint, const std::str
     std::unique_ptr<Peer>& peer = peers_[node_id];
     if (!peer) peer = std::make_unique<Peer>();
     std::lock_guard<std::mutex> peer_lock(peer->mu);
-    old = peer->socket;
+    old = std::move(peer->channels);  // connections to the old endpoint; reopened at their next use
+    peer->channels.clear();
+    old.push_back(peer->socket);
     peer->socket = s;
     peer->endpoint = endpoint;
     peer->server_key = server_key;
   }
-  CloseSocket(old);
+  for (void* o : old) CloseSocket(o);
   return Status::Ok();
 }
 
-Result<size_t> ZmqVan::Send(int node_id, const Message& msg) {
+void* ZmqVan::OpenChannel(Peer* peer, int channel, std::string* error) {
+  void* s = NewSocket(ZMQ_PUSH, peer->server_key, error, PriorityChannelTos(channel, options_.priority_channels));
+  if (s != nullptr && zmq_connect(s, peer->endpoint.c_str()) != 0) {
+    *error = "zmq_connect(" + peer->endpoint + "): " + ZmqError(zmq_errno());
+    zmq_close(s);
+    return nullptr;
+  }
+  return s;
+}
+
+Result<size_t> ZmqVan::Send(int node_id, const Message& msg) { return SendOn(node_id, msg, 0); }
+
+Result<size_t> ZmqVan::SendOnChannel(int node_id, const Message& msg, int channel) {
+  if (channel < 1) return Status::InvalidArgument("ZmqVan::SendOnChannel: channel " + std::to_string(channel));
+  return SendOn(node_id, msg, channel <= options_.priority_channels ? channel : 0);
+}
+
+int ZmqVan::SocketTos(int node_id, int channel) {
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  auto it = peers_.find(node_id);
+  if (it == peers_.end()) return -1;
+  Peer& peer = *it->second;
+  std::lock_guard<std::mutex> peer_lock(peer.mu);
+  void* s = channel == 0 ? peer.socket
+                         : static_cast<size_t>(channel) <= peer.channels.size() ? peer.channels[channel - 1] : nullptr;
+  int tos = -1;
+  size_t size = sizeof(tos);
+  if (s == nullptr || zmq_getsockopt(s, ZMQ_TOS, &tos, &size) != 0) return -1;
+  return tos;
+}
+
+Result<size_t> ZmqVan::SendOn(int node_id, const Message& msg, int channel) {
   if (stopped_) return Status::Cancelled("ZmqVan::Send: van is stopped");
   Peer* peer = nullptr;
   {
@@ -472,6 +515,16 @@ Result<size_t> ZmqVan::Send(int node_id, const Message& msg) {
   const size_t num_frames = 1 + msg.data.size();
   std::lock_guard<std::mutex> lock(peer->mu);
   if (peer->socket == nullptr) return Status::Cancelled("ZmqVan::Send: van is stopped");
+  void** socket = &peer->socket;
+  if (channel > 0) {
+    if (peer->channels.size() < static_cast<size_t>(channel)) peer->channels.resize(channel, nullptr);
+    socket = &peer->channels[channel - 1];
+    std::string error;
+    if (*socket == nullptr && (*socket = OpenChannel(peer, channel, &error)) == nullptr) {
+      return Status::Internal("ZmqVan::SendOnChannel to node " + std::to_string(node_id) + ", channel " +
+                              std::to_string(channel) + ": " + error);
+    }
+  }
   size_t total = 0;
   for (size_t i = 0; i < num_frames; ++i) {
     const Bytes& frame = i == 0 ? header : msg.data[i - 1];
@@ -485,7 +538,7 @@ Result<size_t> ZmqVan::Send(int node_id, const Message& msg) {
     const bool fail_fast = i == 0 && options_.send_hwm == 0;
     const int flags = (i + 1 < num_frames ? ZMQ_SNDMORE : 0) | (fail_fast ? ZMQ_DONTWAIT : 0);
     int rc;
-    while ((rc = zmq_msg_send(&zm, peer->socket, flags)) < 0 && zmq_errno() == EINTR) {
+    while ((rc = zmq_msg_send(&zm, *socket, flags)) < 0 && zmq_errno() == EINTR) {
     }
     if (rc < 0) {
       const int err = zmq_errno();
@@ -494,12 +547,8 @@ Result<size_t> ZmqVan::Send(int node_id, const Message& msg) {
         // Frames 0..i-1 are queued as an unfinished multipart message that would swallow the next message's
         // frames. Only closing the socket discards them; reopen it so later Sends still work.
         std::string error;
-        CloseSocket(peer->socket);
-        peer->socket = NewSocket(ZMQ_PUSH, peer->server_key, &error);
-        if (peer->socket != nullptr && zmq_connect(peer->socket, peer->endpoint.c_str()) != 0) {
-          CloseSocket(peer->socket);
-          peer->socket = nullptr;
-        }
+        CloseSocket(*socket);
+        *socket = OpenChannel(peer, channel, &error);
       }
       if (err == ETERM) return Status::Cancelled("ZmqVan::Send: context terminated");
       if (err == EAGAIN) {
@@ -648,6 +697,10 @@ void ZmqVan::Stop() {
     std::lock_guard<std::mutex> peer_lock(peer->mu);
     CloseSocket(peer->socket);
     peer->socket = nullptr;
+    for (void*& c : peer->channels) {
+      CloseSocket(c);
+      c = nullptr;
+    }
   }
 }
 

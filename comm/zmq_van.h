@@ -61,7 +61,15 @@ struct ZmqVanOptions {
   // SendDatagram over UDP (comm/datagram_socket.h: the bound tcp:// port number, sealed with the CURVE keys when
   // curve is set). Off, or when that UDP port cannot be bound (logged), a datagram travels as Send's messages do.
   bool datagrams = false;
+  // DGT's TCP-priority modes: SendOnChannel(c), c in 1..priority_channels, uses a PUSH connection of its own to
+  // the peer whose IP TOS is the class selector CS(priority_channels - c) (ZMQ_TOS, set before connecting: a
+  // connected socket keeps the TOS it was opened with), and the peer's main socket gets CS(priority_channels), as
+  // GeoMX's DGT marks its reliable channel. 0: no channel sockets, SendOnChannel is Send, no TOS set.
+  int priority_channels = 0;
 };
+// The IP TOS byte of priority channel `channel` (0 = the main socket) with `channels` lower-priority channels:
+// (channels - channel) x 32, the DSCP class selector CS(channels - channel) in the TOS byte's top bits.
+int PriorityChannelTos(int channel, int channels);
 
 // Owns one ZeroMQ context (its I/O threads). Create one per process, or one per test, and pass it to every
 // ZmqVan; inproc:// endpoints are visible only to vans sharing the context. Not a singleton (docs/style.md R9).
@@ -120,16 +128,27 @@ class ZmqVan : public Van {
   // With options.datagrams and a UDP socket: one UDP datagram (may be lost); otherwise (no socket, a peer without
   // an IPv4 tcp:// endpoint, a message over one datagram) as Send.
   Result<size_t> SendDatagram(int node_id, const Message& msg) override;
+  // With options.priority_channels >= channel >= 1: on the channel's own connection (opened at its first use);
+  // otherwise as Send. kInvalidArgument for a channel < 1.
+  Result<size_t> SendOnChannel(int node_id, const Message& msg, int channel) override;
   // Also returns the datagrams that arrive (refused ones are counted, logged at debug level and skipped).
   Status Recv(Message* msg, int timeout_ms) override;
   void Stop() override;
   // With curve: Recv fills Message::peer.
   bool authenticates() const override { return options_.curve.has_value(); }
+  // The IP TOS of the socket that carries `channel` (0: Send's) to `node_id` (ZMQ_TOS), or -1 when there is no
+  // such socket yet. For tests.
+  int SocketTos(int node_id, int channel);
 
  private:
   struct Peer;
-  // A socket with the van's options. For ZMQ_PUSH with curve, `server_key` is the peer's public key.
-  void* NewSocket(int type, const std::string& server_key, std::string* error);
+  // A socket with the van's options. For ZMQ_PUSH with curve, `server_key` is the peer's public key; `tos` >= 0
+  // sets ZMQ_TOS.
+  void* NewSocket(int type, const std::string& server_key, std::string* error, int tos = -1);
+  // A connected PUSH socket to `peer` (peer->mu held) carrying `channel`, or null with `error`.
+  void* OpenChannel(Peer* peer, int channel, std::string* error);
+  // Send's and SendOnChannel's body: the message's frames on `peer`'s socket for `channel`.
+  Result<size_t> SendOn(int node_id, const Message& msg, int channel);
   // Opens (or replaces) the PUSH socket to `node_id`; `server_key` as for NewSocket.
   Status OpenPeer(int node_id, const std::string& endpoint, const std::string& server_key);
   // Connect's TCP half (the PUSH socket).

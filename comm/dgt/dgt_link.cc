@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -31,6 +32,25 @@ size_t BlockLength(size_t block_elements, size_t elements, size_t block) {
 }
 
 }  // namespace
+
+const char* DgtTransportName(DgtTransport t) {
+  switch (t) {
+    case DgtTransport::kDatagrams:
+      return "unreliable";
+    case DgtTransport::kTcpPriority:
+      return "tcp-priority";
+    case DgtTransport::kTcpPriority4Bit:
+      return "tcp-priority-4bit";
+  }
+  return "?";
+}
+
+Result<DgtTransport> ParseDgtTransport(const std::string& name) {
+  for (DgtTransport t : {DgtTransport::kDatagrams, DgtTransport::kTcpPriority, DgtTransport::kTcpPriority4Bit}) {
+    if (name == DgtTransportName(t)) return t;
+  }
+  return Status::InvalidArgument("dgt: mode '" + name + "' is not unreliable, tcp-priority or tcp-priority-4bit");
+}
 
 Status ValidateDgtLinkOptions(const DgtLinkOptions& o) {
   GEOMX_RETURN_IF_ERROR(ValidateDgtOptions(o.plan));
@@ -120,6 +140,72 @@ Result<DgtBlocksView> DecodeDgtBlocks(const Bytes& payload, size_t block_element
   return v;
 }
 
+Bytes EncodeDgtBlocks4(size_t block_elements, std::span<const uint32_t> blocks, std::span<const float> values,
+                       std::vector<float>* dequantised) {
+  size_t body = 0;
+  for (uint32_t b : blocks) body += 4 + (BlockLength(block_elements, values.size(), b) + 1) / 2;
+  Bytes out(8 + 4 * blocks.size() + body);
+  uint8_t* p = out.mutable_data();
+  WriteU32(p, static_cast<uint32_t>(values.size()));
+  WriteU32(p + 4, static_cast<uint32_t>(blocks.size()));
+  p += 8;
+  for (uint32_t b : blocks) WriteU32(p, b), p += 4;
+  for (uint32_t b : blocks) {
+    const size_t n = BlockLength(block_elements, values.size(), b);
+    const float* x = values.data() + b * block_elements;
+    float max = 0.0f;
+    for (size_t i = 0; i < n; ++i) max = std::max(max, std::fabs(x[i]));
+    const float scale = max / 7.0f;
+    std::memcpy(p, &scale, 4);
+    p += 4;
+    std::memset(p, 0, (n + 1) / 2);
+    for (size_t i = 0; i < n; ++i) {
+      const float q = scale > 0 ? std::clamp(std::nearbyint(x[i] / scale), -7.0f, 7.0f) : 0.0f;
+      const auto code = static_cast<uint8_t>(static_cast<int>(q) + 8);
+      p[i / 2] = static_cast<uint8_t>(p[i / 2] | (i % 2 == 0 ? code : code << 4));
+      if (dequantised != nullptr) (*dequantised)[b * block_elements + i] = q * scale;
+    }
+    p += (n + 1) / 2;
+  }
+  return out;
+}
+
+Result<DgtBlocks4View> DecodeDgtBlocks4(const Bytes& payload, size_t block_elements) {
+  auto bad = [&](const std::string& why) { return Status::InvalidArgument("dgt 4-bit payload: " + why); };
+  if (payload.size() < 8) return bad(std::to_string(payload.size()) + " bytes, shorter than its header");
+  const uint8_t* p = payload.data();
+  DgtBlocks4View v;
+  v.elements = ReadU32(p);
+  const uint64_t n = ReadU32(p + 4);
+  const uint64_t blocks = (uint64_t{v.elements} + block_elements - 1) / block_elements;
+  if (n > blocks) return bad(std::to_string(n) + " blocks for a key of " + std::to_string(blocks));
+  if (payload.size() < 8 + 4 * n) return bad("truncated block indices");
+  p += 8;
+  uint64_t expected = 8 + 4 * n;
+  for (uint64_t i = 0; i < n; ++i, p += 4) {
+    const uint32_t b = ReadU32(p);
+    if (b >= blocks) return bad("block " + std::to_string(b) + " outside the key's " + std::to_string(blocks));
+    if (!v.blocks.empty() && b <= v.blocks.back()) return bad("block indices not increasing");
+    v.blocks.push_back(b);
+    expected += 4 + (BlockLength(block_elements, v.elements, b) + 1) / 2;
+  }
+  if (payload.size() != expected) {
+    return bad(std::to_string(payload.size()) + " bytes, the indices say " + std::to_string(expected));
+  }
+  for (uint32_t b : v.blocks) {
+    const size_t len = BlockLength(block_elements, v.elements, b);
+    float scale;
+    std::memcpy(&scale, p, 4);
+    p += 4;
+    for (size_t i = 0; i < len; ++i) {
+      const int code = i % 2 == 0 ? p[i / 2] & 0xf : p[i / 2] >> 4;
+      v.values.push_back(static_cast<float>(code - 8) * scale);
+    }
+    p += (len + 1) / 2;
+  }
+  return v;
+}
+
 std::string EncodeDelivered(const std::vector<bool>& delivered) {
   std::string out((delivered.size() + 7) / 8, '\0');
   for (size_t b = 0; b < delivered.size(); ++b) {
@@ -167,31 +253,49 @@ Result<DgtSender::Push> DgtSender::Begin(uint64_t wire_key, std::span<const floa
   if (slice->server_rank >= static_cast<int>(servers.size())) {
     return Status::FailedPrecondition("dgt: no server of rank " + std::to_string(slice->server_rank));
   }
-  const int server = servers[slice->server_rank];
+  push.server = servers[slice->server_rank];
   const size_t be = options_.plan.block_elements;
   const auto elements = static_cast<uint32_t>(values.size());
-  std::vector<uint32_t> reliable, zeros;
+  const bool datagrams = options_.transport == DgtTransport::kDatagrams;
+  push.arrives = push.pushed;
   std::vector<DgtChannelCounters> sent(counters_.size());
+  auto message = [&](const char* codec, int channel, Bytes payload) {
+    Message m;
+    m.meta.command = Command::kPush;
+    m.meta.app_id = kv_->app_id();
+    m.meta.round = round;
+    m.meta.codec = codec;
+    m.meta.priority = -channel;
+    m.meta.keys = {wire_key};
+    m.meta.lens = {static_cast<uint32_t>(payload.size())};
+    sent[channel].bytes += payload.size();
+    m.data.push_back(std::move(payload));
+    return m;
+  };
   for (int channel = 1; channel <= options_.plan.channels; ++channel) {
+    std::vector<uint32_t> blocks;
     for (size_t b = 0; b < push.channels.size(); ++b) {
-      if (push.channels[b] != channel) continue;
+      if (push.channels[b] == channel) blocks.push_back(static_cast<uint32_t>(b));
+    }
+    sent[channel].blocks += blocks.size();
+    if (blocks.empty()) continue;
+    if (!datagrams) {
+      Bytes payload = options_.transport == DgtTransport::kTcpPriority
+                          ? EncodeDgtBlocks(be, blocks, {}, push.pushed)
+                          : EncodeDgtBlocks4(be, blocks, push.pushed, &push.arrives);
+      const char* codec = options_.transport == DgtTransport::kTcpPriority ? kDgtPartCodec : kDgtPart4Codec;
+      push.low.emplace_back(channel, message(codec, channel, std::move(payload)));
+      continue;
+    }
+    for (uint32_t b : blocks) {
       const size_t n = BlockLength(be, values.size(), b);
-      Message m;
-      m.meta.command = Command::kPush;
-      m.meta.app_id = kv_->app_id();
-      m.meta.round = round;
-      m.meta.codec = kDgtBlockCodec;
-      m.meta.priority = -channel;
-      m.meta.keys = {wire_key};
-      m.data.push_back(EncodeDgtBlock(static_cast<uint32_t>(b), elements,
-                                      std::span<const float>(push.pushed).subspan(b * be, n)));
-      m.meta.lens = {static_cast<uint32_t>(m.data[0].size())};
-      sent[channel].blocks += 1;
-      sent[channel].bytes += m.data[0].size();
-      Status s = po->SendDatagram(server, std::move(m));
+      Status s = po->SendDatagram(
+          push.server, message(kDgtBlockCodec, channel,
+                               EncodeDgtBlock(b, elements, std::span<const float>(push.pushed).subspan(b * be, n))));
       if (!s.ok()) return s.WithContext("dgt: sending a block");
     }
   }
+  std::vector<uint32_t> reliable, zeros;
   for (size_t b = 0; b < push.channels.size(); ++b) {
     if (push.channels[b] == 0) reliable.push_back(static_cast<uint32_t>(b));
     if (push.channels[b] == DgtPlanner::kNotSent) zeros.push_back(static_cast<uint32_t>(b));
@@ -214,6 +318,16 @@ Result<DgtSender::Push> DgtSender::Begin(uint64_t wire_key, std::span<const floa
   return push;
 }
 
+Status DgtSender::SendLow(Push* push) {
+  Postoffice* po = kv_->postoffice();
+  for (auto& [channel, m] : push->low) {
+    Status s = po->SendOnChannel(push->server, std::move(m), channel);
+    if (!s.ok()) return s.WithContext("dgt: sending channel " + std::to_string(channel));
+  }
+  push->low.clear();
+  return Status::Ok();
+}
+
 Result<std::vector<float>> DgtSender::Finish(const Push& push, const std::vector<Bytes>& answer) {
   const size_t blocks = push.channels.size();
   GEOMX_ASSIGN_OR_RETURN(std::vector<bool> delivered, DecodeDelivered(*push.request.reply_body, blocks));
@@ -224,7 +338,11 @@ Result<std::vector<float>> DgtSender::Finish(const Push& push, const std::vector
   std::vector<float> out(push.pushed.size());
   std::memcpy(out.data(), answer[0].data(), answer[0].size());
   std::lock_guard<std::mutex> lock(mu_);
-  residual_.Settle(push.wire_key, push.pushed, delivered);
+  // With TCP-priority transports nothing is lost: a block not there when the round closed is added into the next
+  // round at the receiver, so only the quantisation error stays behind.
+  const bool datagrams = options_.transport == DgtTransport::kDatagrams;
+  residual_.Settle(push.wire_key, push.pushed, datagrams ? delivered : std::vector<bool>(blocks, true),
+                   push.arrives);
   for (size_t b = 0; b < blocks; ++b) {
     const int c = push.channels[b];
     if (c < 0 || delivered[b]) continue;
@@ -261,7 +379,8 @@ DgtHandler::DgtHandler(ServerHandler* inner, KeyLayout layout, DgtLinkOptions op
     : inner_(inner),
       layout_(std::move(layout)),
       options_(options),
-      assembler_(options.plan.block_elements, options.deadline_s, /*carry_late=*/false) {
+      assembler_(options.plan.block_elements, options.deadline_s,
+                 /*carry_late=*/options.transport != DgtTransport::kDatagrams) {
   deadline_thread_ = std::thread([this] { DeadlineLoop(); });
 }
 
@@ -294,23 +413,62 @@ void DgtHandler::AddBlock(int sender, uint64_t wire_key, int64_t round, uint32_t
   }
 }
 
-void DgtHandler::Handle(const KvRequest& req, KvServer& server) {
+void DgtHandler::HandleBlocks(const KvRequest& req, double now, std::unique_lock<std::mutex>& lock) {
   const Meta& meta = req.meta;
-  const bool block = meta.codec == kDgtBlockCodec;
-  if (!block && meta.codec != kDgtCodec) return inner_->Handle(req, server);
-  const double now = Now();
-  std::unique_lock<std::mutex> lock(mu_);
-  if (block) {
-    Result<DgtBlockView> v = meta.command == Command::kPush && req.data.size() == 1
-                                 ? DecodeDgtBlock(req.data[0])
-                                 : Result<DgtBlockView>(Status::InvalidArgument("not one block"));
+  if (meta.command != Command::kPush || req.data.size() != 1 || meta.keys.size() != 1) {
+    ++refused_;
+    return;
+  }
+  const size_t be = options_.plan.block_elements;
+  const uint64_t wk = meta.keys[0];
+  if (meta.codec == kDgtBlockCodec) {
+    Result<DgtBlockView> v = DecodeDgtBlock(req.data[0]);
     if (!v.ok()) {
       ++refused_;
       return;
     }
-    AddBlock(meta.sender, meta.keys[0], meta.round, v->block, v->values, v->elements, now);
-    return TryComplete(Id{meta.sender, meta.keys[0], meta.round}, now, lock);
+    AddBlock(meta.sender, wk, meta.round, v->block, v->values, v->elements, now);
+  } else {
+    // A channel message: its blocks one after the other, f32 or decoded from 4 bits.
+    uint32_t elements = 0;
+    std::vector<uint32_t> blocks;
+    std::span<const float> values;
+    Result<DgtBlocksView> plain = Status::Cancelled("");
+    Result<DgtBlocks4View> coded = Status::Cancelled("");
+    if (meta.codec == kDgtPartCodec) {
+      plain = DecodeDgtBlocks(req.data[0], be);
+      if (plain.ok() && plain->zeros.empty()) {
+        elements = plain->elements;
+        blocks = plain->blocks;
+        values = plain->values;
+      }
+    } else if ((coded = DecodeDgtBlocks4(req.data[0], be)).ok()) {
+      elements = coded->elements;
+      blocks = coded->blocks;
+      values = coded->values;
+    }
+    if (elements == 0) {
+      ++refused_;
+      return;
+    }
+    size_t offset = 0;
+    for (uint32_t b : blocks) {
+      const size_t n = BlockLength(be, elements, b);
+      AddBlock(meta.sender, wk, meta.round, b, values.subspan(offset, n), elements, now);
+      offset += n;
+    }
   }
+  TryComplete(Id{meta.sender, wk, meta.round}, now, lock);
+}
+
+void DgtHandler::Handle(const KvRequest& req, KvServer& server) {
+  const Meta& meta = req.meta;
+  const bool carries_blocks =
+      meta.codec == kDgtBlockCodec || meta.codec == kDgtPartCodec || meta.codec == kDgtPart4Codec;
+  if (!carries_blocks && meta.codec != kDgtCodec) return inner_->Handle(req, server);
+  const double now = Now();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (carries_blocks) return HandleBlocks(req, now, lock);
   auto refuse = [&](const Status& s) {
     lock.unlock();
     server.Respond(req, {}, s);

@@ -97,12 +97,15 @@ std::vector<float> DgtResidual::Compose(uint64_t key, std::span<const float> val
   return out;
 }
 
-void DgtResidual::Settle(uint64_t key, std::span<const float> pushed, const std::vector<bool>& delivered) {
+void DgtResidual::Settle(uint64_t key, std::span<const float> pushed, const std::vector<bool>& delivered,
+                         std::span<const float> arrived) {
   std::vector<float>& r = residual_[key];
   r.assign(pushed.size(), 0.0f);
+  const bool exact = arrived.size() != pushed.size();
   for (size_t i = 0; i < pushed.size(); ++i) {
     const size_t b = i / block_elements_;
-    if (b >= delivered.size() || !delivered[b]) r[i] = pushed[i];
+    const bool got = b < delivered.size() && delivered[b];
+    r[i] = got ? (exact ? 0.0f : pushed[i] - arrived[i]) : pushed[i];
   }
 }
 

@@ -16,8 +16,8 @@
 // k adapts to the training loss when adaptive: k = max(k0 * loss / first_loss, k_min) (GeoMX read this setting
 // but never applied it); otherwise k = k0. Unlike GeoMX's formula, the bins never yield channel C + 1.
 //
-// DgtResidual is the error feedback for blocks that never arrived: what was not delivered is added to the same
-// key's next push, so over rounds, delivered + residual = pushed.
+// DgtResidual is the error feedback for blocks that never arrived (and for what quantisation left out): what was
+// not delivered is added to the same key's next push, so over rounds, delivered + residual = pushed.
 //
 // Not thread-safe: one per sender (the local server's upward link); state persists across rounds, so a key's
 // length must not change.
@@ -83,8 +83,10 @@ class DgtResidual {
   // values + the key's residual: what this round pushes (the residual is taken).
   std::vector<float> Compose(uint64_t key, std::span<const float> values);
   // After the round: the blocks of `pushed` (what Compose returned) that were not delivered become the residual.
-  // delivered[b] tells block b's fate.
-  void Settle(uint64_t key, std::span<const float> pushed, const std::vector<bool>& delivered);
+  // delivered[b] tells block b's fate. `arrived` (empty: exactly `pushed`): what the receiver got for each element
+  // of a delivered block (a quantised block's decoded values); pushed - arrived stays in the residual.
+  void Settle(uint64_t key, std::span<const float> pushed, const std::vector<bool>& delivered,
+              std::span<const float> arrived = {});
   std::span<const float> residual(uint64_t key) const;
 
  private:

@@ -107,7 +107,8 @@ accelerators:
   size_lower_bound: 500
   links: {worker_to_local: none, local_to_global: fp16, global_to_local: mpq, local_to_worker: none}
   p3: {slice_elements: 1000}
-  dgt: {block_bytes: 1000, k: 0.5, k_min: 0.1, adaptive: false, alpha: 0.5, channels: 2, deadline: 50ms}
+  dgt: {block_bytes: 1000, k: 0.5, k_min: 0.1, adaptive: false, alpha: 0.5, channels: 2, deadline: 50ms,
+        mode: tcp-priority-4bit}
   tsengine: {max_greedy: 0.8, expiry: 7, ewma: 0.25}
 topology:
   central:
@@ -290,6 +291,8 @@ TEST(RecipeTest, DgtKeysAndTheirRules) {
   EXPECT_TRUE(ok.accelerators.dgt);
   EXPECT_FLOAT_EQ(ok.accelerators.dgt_k, 0.5f);
   EXPECT_DOUBLE_EQ(ok.accelerators.dgt_deadline_s, 0.005);
+  EXPECT_EQ(ok.accelerators.dgt_mode, "unreliable");
+  EXPECT_EQ(MustParse(base + ", mode: tcp-priority}\n").accelerators.dgt_mode, "tcp-priority");
   MustParse(std::string(kTopologyBase) + "sync: {mode: mixed}\naccelerators:\n  dgt: {enabled: true}\n");
   const std::vector<std::pair<std::string, std::string>> bad = {
       {base + ", k: 1.5}\n", "accelerators.dgt.k"},
@@ -298,6 +301,7 @@ TEST(RecipeTest, DgtKeysAndTheirRules) {
       {base + ", block_bytes: 1340}\n", "accelerators.dgt.block_bytes"},
       {base + ", channels: 8}\n", "accelerators.dgt.channels"},
       {base + ", deadline: 2min}\n", "accelerators.dgt.deadline"},
+      {base + ", mode: tcp}\n", "accelerators.dgt.mode"},
       {base + "}\nsync: {mode: hfa}\n", "accelerators.dgt.enabled"},
       {base + "}\n  compression: bsc\n", "accelerators.dgt.enabled"},
       {"accelerators: {dgt: {enabled: true}}\n", "accelerators.dgt.enabled"},

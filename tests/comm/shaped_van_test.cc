@@ -405,6 +405,34 @@ TEST_F(ShapedVanTest, DatagramsUseTheCapacityALossyTcpFlowLeaves) {
   EXPECT_EQ(van_->Accounting(1).datagrams_lost, 0u);
 }
 
+// DGT's TCP-priority channels: each channel of a peer is a TCP flow of its own. On a lossy link (2 %, 25 ms: about
+// 2 Mbit/s per flow, Mathis) two 250 kB messages on one flow take twice as long as on two flows, which share the
+// 50 Mbit/s capacity in the order they were accepted.
+TEST_F(ShapedVanTest, PriorityChannelsAreTcpFlowsOfTheirOwn) {
+  const LinkOptions link{.bandwidth_bps = 50e6, .latency_s = 0.025, .loss = 0.02};
+  const Message m = MakeMessage(1, 250000);
+  const double one = static_cast<double>(WireSize(m)) * 8 / LossLimitedRate(link);  // about 1 s
+  Make(Links(link, {}));
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
+  ASSERT_TRUE(van_->Send(1, m).ok());
+  ASSERT_TRUE(van_->SendOnChannel(1, m, 1).ok());
+  EXPECT_DOUBLE_EQ(van_->Accounting(1).capacity_free_at, 2 * static_cast<double>(WireSize(m)) * 8 / 50e6);
+  EXPECT_FALSE(van_->SendOnChannel(1, m, 0).ok());
+  clock_.Set(1.7 * one);
+  EXPECT_EQ(inner_->WaitForSent(2), 2u);  // both flows are through
+  EXPECT_EQ(van_->queued(), 0u);
+
+  clock_.Set(0);
+  Make(Links(link, {}));
+  ASSERT_TRUE(van_->Connect(1, "peer", LinkClass::kWan, "").ok());
+  ASSERT_TRUE(van_->Send(1, m).ok());
+  ASSERT_TRUE(van_->Send(1, m).ok());
+  clock_.Set(1.7 * one);
+  EXPECT_EQ(inner_->WaitForSent(1), 1u);
+  EXPECT_EQ(van_->queued(), 1u);  // the second message waits for the first on the one flow
+  EXPECT_GE(van_->Accounting(1).link_free_at, 2 * one);
+}
+
 // End to end over a real ZmqVan and the steady clock: a 30 ms LAN latency is felt in wall time.
 TEST(ShapedVanZmqTest, LatencyOverInproc) {
   ZmqContext context;

@@ -347,6 +347,55 @@ TEST(ZmqVanStandaloneTest, DatagramsOverUdpArriveAndGarbageIsRefused) {
   EXPECT_EQ(got.data[0].size(), 100000u);
 }
 
+// DGT's TCP-priority modes: SendOnChannel(c) opens a connection of its own at first use, with the IP TOS of the
+// class selector CS(C - c) (C = 3 channels: 64 for channel 1, 0 for channel 3), the main socket CS(C) = 96; a
+// channel above C goes on the main socket; a reconnect closes the channel connections. Without channels nothing
+// gets a TOS and SendOnChannel is Send.
+TEST(ZmqVanStandaloneTest, PriorityChannelsAreConnectionsOfTheirOwnWithTheirTos) {
+  ZmqContext context;
+  ZmqVanOptions o;
+  o.priority_channels = 3;
+  ZmqVan receiver(&context), sender(&context, o);
+  Result<std::string> at = receiver.Bind("tcp://127.0.0.1:0");
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  ASSERT_TRUE(sender.Connect(1, *at, LinkClass::kWan, "").ok());
+  ASSERT_TRUE(sender.Send(1, MakeMessage(1, {Filled(100, 1)})).ok());
+  ASSERT_TRUE(sender.SendOnChannel(1, MakeMessage(2, {Filled(200, 2)}), 1).ok());
+  ASSERT_TRUE(sender.SendOnChannel(1, MakeMessage(3, {Filled(300, 3)}), 3).ok());
+  ASSERT_TRUE(sender.SendOnChannel(1, MakeMessage(4, {Filled(400, 4)}), 5).ok());
+  EXPECT_EQ(sender.SendOnChannel(1, MakeMessage(9, {}), 0).status().code(), StatusCode::kInvalidArgument);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 4; ++i) {
+    Message got;
+    ASSERT_TRUE(receiver.Recv(&got, 10000).ok()) << i;
+    ASSERT_EQ(got.data.size(), 1u);
+    EXPECT_EQ(got.data[0].size(), static_cast<size_t>(100 * got.meta.timestamp));
+    seen.insert(got.meta.timestamp);
+  }
+  EXPECT_EQ(seen, (std::set<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(sender.SocketTos(1, 0), 96);
+  EXPECT_EQ(sender.SocketTos(1, 1), 64);
+  EXPECT_EQ(sender.SocketTos(1, 2), -1);  // never used
+  EXPECT_EQ(sender.SocketTos(1, 3), 0);
+  EXPECT_EQ(sender.SocketTos(1, 5), -1);  // went on the main socket
+  EXPECT_EQ(PriorityChannelTos(1, 7), 192);
+  ASSERT_TRUE(sender.Connect(1, *at, LinkClass::kWan, "").ok());
+  EXPECT_EQ(sender.SocketTos(1, 1), -1);
+  ASSERT_TRUE(sender.SendOnChannel(1, MakeMessage(6, {Filled(600, 6)}), 1).ok());
+  Message got;
+  ASSERT_TRUE(receiver.Recv(&got, 10000).ok());
+  EXPECT_EQ(got.meta.timestamp, 6);
+  EXPECT_EQ(sender.SocketTos(1, 1), 64);
+
+  ZmqVan plain(&context);
+  ASSERT_TRUE(plain.Connect(1, *at, LinkClass::kWan, "").ok());
+  ASSERT_TRUE(plain.SendOnChannel(1, MakeMessage(7, {Filled(700, 7)}), 2).ok());
+  ASSERT_TRUE(receiver.Recv(&got, 10000).ok());
+  EXPECT_EQ(got.meta.timestamp, 7);
+  EXPECT_EQ(plain.SocketTos(1, 2), -1);
+  EXPECT_EQ(plain.SocketTos(1, 0), 0);
+}
+
 TEST(ZmqVanStandaloneTest, BindErrorsAndRecvBeforeBind) {
   ZmqContext context;
   ZmqVan van(&context);

@@ -19,6 +19,7 @@
 namespace geomx::cli {
 namespace {
 
+using cluster_testing::InitialWeights;
 using cluster_testing::MaxDiff;
 using cluster_testing::Reference;
 using cluster_testing::RunCluster;
@@ -81,6 +82,41 @@ TEST(DgtClusterTest, LostBlocksDoNotStopTheJob) {
   EXPECT_EQ(t.dgt[0].lost, 0u);
   EXPECT_GT(t.dgt[1].lost + t.dgt[2].lost, 0u);
   EXPECT_LT(t.dgt[1].lost + t.dgt[2].lost, t.dgt[1].blocks + t.dgt[2].blocks);
+}
+
+// tcp-priority: the channels' blocks go as one message per channel after the reliable part; with a deadline they
+// all meet, the run is the single-process run. Lost datagrams would not matter: there are none.
+TEST(DgtClusterTest, TcpPriorityWithTimeForEveryBlockChangesNothing) {
+  Recipe r = DgtRecipe();
+  r.accelerators.dgt_mode = "tcp-priority";
+  r.accelerators.dgt_deadline_s = 30;  // a round that waited for it would time the test out
+  comm::TrafficSnapshot t;
+  const auto finals = RunOnLoopback(r, &t);
+  ASSERT_EQ(finals.size(), 4u);
+  const Weights ref = Reference(r, r.optimizer);
+  for (const auto& [name, w] : finals) EXPECT_LE(MaxDiff(w, ref), 1e-5f) << name;
+  EXPECT_GT(t.dgt[1].blocks + t.dgt[2].blocks, 0u);
+  EXPECT_EQ(t.dgt[1].lost + t.dgt[2].lost, 0u);
+}
+
+// tcp-priority-4bit: the unimportant blocks arrive as 4-bit codes and what the codes leave out comes back through
+// the local servers' residuals: the job ends near the single-process run (much nearer than where it started) but
+// not on it, every worker with the same weights.
+TEST(DgtClusterTest, FourBitChannelsEndNearTheDenseRun) {
+  Recipe r = DgtRecipe();
+  r.accelerators.dgt_mode = "tcp-priority-4bit";
+  r.accelerators.dgt_deadline_s = 30;
+  comm::TrafficSnapshot t;
+  const auto finals = RunOnLoopback(r, &t);
+  ASSERT_EQ(finals.size(), 4u);
+  const Weights ref = Reference(r, r.optimizer);
+  const Weights& first = finals.begin()->second;
+  for (const auto& [name, w] : finals) EXPECT_EQ(MaxDiff(w, first), 0.0f) << name;
+  EXPECT_GT(MaxDiff(first, ref), 1e-6f);
+  EXPECT_LT(MaxDiff(first, ref), 0.1f * MaxDiff(InitialWeights(r), ref));
+  // A block of 4 floats is its index, a scale and 2 bytes of codes (10 bytes) instead of its index and 16 bytes.
+  EXPECT_GT(t.dgt[1].blocks, 0u);
+  EXPECT_LT(t.dgt[1].bytes, t.dgt[1].blocks * 12);
 }
 
 // mixed: the global servers apply each data centre's sum as it arrives (AsyncAggregator) and answer at once; the
