@@ -110,6 +110,8 @@ class DgtLinkTest : public ::testing::Test {
     });
     return p.get_future().get();
   }
+  // `rounds` rounds of RoundValues, each answer exactly what was pushed, no block missing; the sender's counters.
+  std::vector<DgtChannelCounters> ExactRounds(int rounds);
 
   std::unique_ptr<LossyTransport> t_;
   KeyLayout layout_;
@@ -143,16 +145,23 @@ std::vector<float> RoundValues(int64_t round) {
   return v;
 }
 
-TEST_F(DgtLinkTest, WithoutLossEveryAnswerIsExactAndNoRoundWaits) {
-  Start(/*loss=*/0, /*deadline_s=*/30);  // a round that waited for its deadline would hang the test for 30 s
-  for (int64_t r = 0; r < 5; ++r) {
+std::vector<DgtChannelCounters> DgtLinkTest::ExactRounds(int rounds) {
+  for (int64_t r = 0; r < rounds; ++r) {
     const std::vector<float> v = RoundValues(r);
     Result<std::vector<float>> got = PushPull(v, r);
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    if (!got.ok()) {
+      ADD_FAILURE() << got.status().ToString();
+      break;
+    }
     EXPECT_EQ(*got, v) << "round " << r;
   }
   EXPECT_EQ(dgt_->missing_blocks(), 0u);
-  const std::vector<DgtChannelCounters> c = link_->dgt()->counters();
+  return link_->dgt()->counters();
+}
+
+TEST_F(DgtLinkTest, WithoutLossEveryAnswerIsExactAndNoRoundWaits) {
+  Start(/*loss=*/0, /*deadline_s=*/30);  // a round that waited for its deadline would hang the test for 30 s
+  const std::vector<DgtChannelCounters> c = ExactRounds(5);
   ASSERT_EQ(c.size(), 3u);
   // k = 0.25 of the 7 ranked blocks -> 2 reliable, + the last block; the other 5 in 2 bins (3 and 2).
   EXPECT_EQ(c[0].blocks, 5u * 3);
@@ -205,14 +214,8 @@ TEST_F(DgtLinkTest, LostBlocksArriveAsZerosAndComeBackThroughTheResidual) {
 // they all meet every answer is exact and nothing stays behind.
 TEST_F(DgtLinkTest, TcpPriorityChannelsAreNotDatagramsAndKeepNoResidual) {
   Start(/*loss=*/0.4, /*deadline_s=*/30, DgtTransport::kTcpPriority);
-  for (int64_t r = 0; r < 5; ++r) {
-    const std::vector<float> v = RoundValues(r);
-    Result<std::vector<float>> got = PushPull(v, r);
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(*got, v) << "round " << r;
-  }
-  EXPECT_EQ(dgt_->missing_blocks(), 0u);
-  const std::vector<DgtChannelCounters> c = link_->dgt()->counters();
+  const std::vector<DgtChannelCounters> c = ExactRounds(5);
+  ASSERT_EQ(c.size(), 3u);
   EXPECT_EQ(c[0].blocks, 5u * 3);
   EXPECT_EQ(c[1].blocks + c[2].blocks, 5u * 5);
   EXPECT_GT(c[1].bytes, 0u);
