@@ -45,14 +45,7 @@ fs::path FindNextToSource(const std::string& rel) {
   return fs::path(rel);
 }
 
-// Runs one child under a Launcher until it exits, `max_time_s` passes (it then gets SIGINT: workers checkpoint
-// and stop), or the user presses Ctrl-C. Output goes to `log` and, for lines that matter, to the terminal.
-struct ChildOutcome {
-  Status status;
-  bool timed_out = false;
-  bool user_interrupt = false;
-  std::string output;  // everything it printed (for the DDP peer's JSON lines)
-};
+}  // namespace
 
 ChildOutcome RunChildren(const std::vector<ChildSpec>& specs, double max_time_s, const fs::path& log_path,
                          const std::atomic<bool>* interrupted, bool keep_output) {
@@ -60,6 +53,7 @@ ChildOutcome RunChildren(const std::vector<ChildSpec>& specs, double max_time_s,
   std::ofstream log(log_path);
   LauncherOptions lo;
   lo.tail_lines = 30;
+  lo.grace_period_ms = kChildStopGraceMs;
   lo.sink = [&](std::string_view line) {
     log << line << '\n';
     if (keep_output) out.output.append(line).append("\n");
@@ -95,6 +89,8 @@ ChildOutcome RunChildren(const std::vector<ChildSpec>& specs, double max_time_s,
   watchdog.join();
   return out;
 }
+
+namespace {
 
 ChildSpec GeomxSpec(const std::string& exe, const std::string& recipe, const std::vector<std::string>& sets,
                     const fs::path& run_dir) {

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "cli/launcher.h"
 #include "engine/base/status.h"
 
 namespace geomx::bench {
@@ -30,5 +32,25 @@ struct BenchRecipeFlags {
 };
 
 Status RunBenchRecipe(const BenchRecipeFlags& flags, const std::atomic<bool>* interrupted);
+
+// How long a configuration's run gets after each stop signal before the next, harder one: three times a Launcher's
+// default grace, because a `geomx train` child stops its own processes with SIGINT, SIGTERM and SIGKILL that far
+// apart and only then writes the run's summary.json (with the default grace its own SIGKILL came first, and a run
+// stopped in a long round lost its summary).
+inline constexpr int kChildStopGraceMs = 3 * cli::kDefaultGracePeriodMs;
+
+// What RunChildren saw.
+struct ChildOutcome {
+  Status status;
+  bool timed_out = false;
+  bool user_interrupt = false;
+  std::string output;  // everything it printed (for the DDP peer's JSON lines), with keep_output
+};
+// Runs one configuration's processes under a Launcher until they exit, `max_time_s` passes (0: no limit) or
+// `interrupted` is set: they then get SIGINT (workers finish the round, write their figures and stop), SIGTERM and
+// SIGKILL, kChildStopGraceMs apart. Output goes to `log_path` and the evaluation lines to stdout.
+ChildOutcome RunChildren(const std::vector<cli::ChildSpec>& specs, double max_time_s,
+                         const std::filesystem::path& log_path, const std::atomic<bool>* interrupted,
+                         bool keep_output);
 
 }  // namespace geomx::bench

@@ -50,8 +50,10 @@ struct ChildSpec {
   bool restartable = false;
 };
 
+inline constexpr int kDefaultGracePeriodMs = 5000;
+
 struct LauncherOptions {
-  int grace_period_ms = 5000;  // between SIGINT/SIGTERM and the next, harder signal
+  int grace_period_ms = kDefaultGracePeriodMs;  // between SIGINT/SIGTERM and the next, harder signal
   int tail_lines = 20;         // last lines kept per child for error reports
   // Receives each complete, prefixed line ("[dc-a/worker0] loss 0.31", no newline). Default: stdout, flushed per
   // line. Called on the thread that calls Wait.
