@@ -27,11 +27,16 @@ void DgtRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vector<
                     "mixed with a neural model; the recipe has " +
                         (recipe.has_algorithm ? std::string("an algorithm") : "sync.mode: " + recipe.sync.mode)});
   }
-  if (links.local_to_global != comm::LinkScheme::kNone) {
-    out->push_back({{"accelerators.dgt.enabled", "accelerators.links.local_to_global", "accelerators.compression"},
+  // The global tier's requests and answers share one codec (comm::TierCodec): DGT's dense blocks need it dense both
+  // ways (a compressed answer made every local server leave the job at its first push).
+  for (const auto& [key, scheme] : {std::pair{"local_to_global", links.local_to_global},
+                                    std::pair{"global_to_local", links.global_to_local}}) {
+    if (scheme == comm::LinkScheme::kNone) continue;
+    out->push_back({{"accelerators.dgt.enabled", "accelerators.links." + std::string(key), "accelerators.compression"},
                     "accelerators.dgt.enabled",
-                    "DGT sends dense f32 blocks from the local servers: set accelerators.links.local_to_global to "
-                    "none (it is " + std::string(comm::LinkSchemeOf(links.local_to_global)->name) + ")"});
+                    "DGT sends dense f32 blocks from the local servers and the global tier answers them in the same "
+                    "codec: set accelerators.links." + std::string(key) + " to none (it is " +
+                        std::string(comm::LinkSchemeOf(scheme)->name) + ")"});
   }
   if (a.dgt_block_bytes % 4 != 0) {
     out->push_back({{"accelerators.dgt.block_bytes"}, "accelerators.dgt.block_bytes",

@@ -155,7 +155,10 @@ TEST(CliTest, BadDgtSettingsExitTwoNamingTheKey) {
   for (const auto& [sets, key] : std::vector<std::pair<std::string, std::string>>{
            {"--set accelerators.dgt.k=2", "accelerators.dgt.k"},
            {"--set accelerators.dgt.enabled=true --set accelerators.dgt.block_bytes=1002", "accelerators.dgt.block_bytes"},
-           {"--set accelerators.dgt.enabled=true --set sync.mode=diloco", "accelerators.dgt.enabled"}}) {
+           {"--set accelerators.dgt.enabled=true --set sync.mode=diloco", "accelerators.dgt.enabled"},
+           // Accepted once, then every local server left the job at its first push (exit 1 after starting).
+           {"--set accelerators.dgt.enabled=true --set accelerators.links.global_to_local=fp16",
+            "accelerators.links.global_to_local"}}) {
     auto r = RunGeomx("train " + recipe + " --dry-run " + sets, dir.path());
     EXPECT_EQ(r.exit_code, 2) << sets << "\n" << r.output;
     EXPECT_NE(r.output.find(key), std::string::npos) << sets << "\n" << r.output;

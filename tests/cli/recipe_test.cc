@@ -304,6 +304,7 @@ TEST(RecipeTest, DgtKeysAndTheirRules) {
       {base + ", mode: tcp}\n", "accelerators.dgt.mode"},
       {base + "}\nsync: {mode: hfa}\n", "accelerators.dgt.enabled"},
       {base + "}\n  compression: bsc\n", "accelerators.dgt.enabled"},
+      {base + "}\n  links: {global_to_local: fp16}\n", "accelerators.links.global_to_local"},
       {"accelerators: {dgt: {enabled: true}}\n", "accelerators.dgt.enabled"},
   };
   for (const auto& [text, key] : bad) {
