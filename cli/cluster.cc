@@ -60,8 +60,11 @@ Result<cluster::ClusterConfig> ClusterConfigOf(const Recipe& r) {
     c.global_send.dgt = dgt;
   }
   if (a.tsengine) {
-    c.tsengine = comm::OverlayOptions{.ewma = a.tsengine_ewma, .expiry_rounds = a.tsengine_expiry,
-                                      .max_greedy = a.tsengine_max_greedy, .seed = r.seed};
+    c.tsengine = cluster::TsEngineConfig{
+        .overlay = {.ewma = a.tsengine_ewma, .expiry_rounds = a.tsengine_expiry,
+                    .max_greedy = a.tsengine_max_greedy, .seed = r.seed},
+        .global_tier = a.tsengine_tier != "datacentre",
+        .datacentre_tier = a.tsengine_tier != "global"};
   }
   c.seed = r.seed;
   c.snapshot_every = r.topology.snapshot_every;

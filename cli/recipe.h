@@ -55,8 +55,10 @@ struct AcceleratorsConfig {
   int64_t dgt_channels = 3;          // lower-priority channels
   double dgt_deadline_s = 0.02;      // how long a round waits for missing blocks
   std::string dgt_mode = "unreliable";  // unreliable | tcp-priority | tcp-priority-4bit (comm::DgtTransport)
-  // accelerators.tsengine (comm/tsengine/ts_relay.h): relays between the local servers (between data centres).
+  // accelerators.tsengine (comm/tsengine/ts_relay.h): relays between the local servers (between data centres)
+  // and/or between the workers of each data centre.
   bool tsengine = false;             // accelerators.tsengine.enabled
+  std::string tsengine_tier = "global";  // global | datacentre | both
   float tsengine_max_greedy = 0.9f;  // cap of the exploit probability
   int64_t tsengine_expiry = 5;       // rounds after which a link's measurement is forgotten
   float tsengine_ewma = 0.5f;        // weight of a new throughput sample

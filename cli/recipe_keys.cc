@@ -384,9 +384,12 @@ std::vector<RecipeKey> BuildTable() {
        "them again), or a TCP connection per channel with its own IP TOS, sent after the reliable part (blocks "
        "late for their round are added into the next one), optionally quantised to 4 bits with error feedback."},
       {.path = "accelerators.tsengine.enabled", .field = [](R r) -> F { return &r.accelerators.tsengine; },
-       .help = "TSEngine: the local servers pass their sums to each other and the new model on to each other, in "
-       "an overlay the global servers choose transfer by transfer from measured link throughput (between data "
-       "centres; the tier inside a data centre is not built)."},
+       .help = "TSEngine: the senders of a tier pass their sums to each other and the new model on to each other, "
+       "in an overlay the tier's servers choose transfer by transfer from measured link throughput."},
+      {.path = "accelerators.tsengine.tier", .field = [](R r) -> F { return &r.accelerators.tsengine_tier; },
+       .allowed = {"global", "datacentre", "both"}, .noun = "TSEngine tier",
+       .help = "TSEngine: where it relays: between data centres (the local servers; the global servers "
+       "coordinate), inside each data centre (its workers; its local servers coordinate), or both."},
       {.path = "accelerators.tsengine.max_greedy",
        .field = [](R r) -> F { return &r.accelerators.tsengine_max_greedy; }, .range = Between(0, false, 1, false),
        .help = "TSEngine: the highest probability of sending to the fastest known link instead of exploring."},

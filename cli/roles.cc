@@ -155,8 +155,8 @@ Status RunRole(const Recipe& recipe_in, const RoleSpec& spec, const std::atomic<
   env.resume = spec.resume;
   if (!spec.out_dir.empty()) env.snapshot_dir = (std::filesystem::path(spec.out_dir) / "snapshots").string();
   if (!spec.out_dir.empty() && recipe.accelerators.tsengine) {
-    // TSEngine: each global server's overlay of each round, one line each (O_APPEND: whole lines from every
-    // global server process).
+    // TSEngine: each coordinating server's overlay of each round (global servers; local servers with the tier
+    // inside data centres), one line each (O_APPEND: whole lines from every server process).
     const std::string path = (std::filesystem::path(spec.out_dir) / "overlays.jsonl").string();
     env.on_overlay = [path](const std::string& line) {
       const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -48,37 +48,51 @@ void DgtRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vector<
   }
 }
 
-// accelerators.tsengine: the local servers relay the sums and the value of a mode whose rounds allow it.
+// accelerators.tsengine: the senders of a tier relay the sums and the value of a mode whose rounds allow it.
 void TsEngineRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vector<sync::RuleViolation>* out) {
   const AcceleratorsConfig& a = recipe.accelerators;
+  const bool global = a.tsengine_tier != "datacentre", datacentre = a.tsengine_tier != "global";
   if (!sync::TraitsOf(recipe.sync.mode).overlay || recipe.has_algorithm) {
     out->push_back({{"accelerators.tsengine.enabled", "sync.mode", "algorithm"}, "accelerators.tsengine.enabled",
-                    "TSEngine relays the sums and the new model of synchronous rounds between the local servers: "
-                    "it needs sync.mode fsa with a neural model; the recipe has " +
+                    "TSEngine relays the sums and the new model of synchronous rounds: it needs sync.mode fsa with "
+                    "a neural model; the recipe has " +
                         (recipe.has_algorithm ? std::string("an algorithm") : "sync.mode: " + recipe.sync.mode)});
   }
-  if (links.local_to_global != comm::LinkScheme::kNone || links.global_to_local != comm::LinkScheme::kNone) {
+  if (global && links.wan()) {
     out->push_back({{"accelerators.tsengine.enabled", "accelerators.links.local_to_global",
                      "accelerators.links.global_to_local", "accelerators.compression"},
                     "accelerators.tsengine.enabled",
-                    "TSEngine's relays add dense f32 sums: set accelerators.links.local_to_global and "
-                    "global_to_local to none"});
+                    "TSEngine's relays between data centres add dense f32 sums: set accelerators.links."
+                    "local_to_global and global_to_local to none (or accelerators.tsengine.tier: datacentre)"});
   }
-  if (a.dgt) {
+  if (datacentre && links.lan()) {
+    out->push_back({{"accelerators.tsengine.tier", "accelerators.links.worker_to_local",
+                     "accelerators.links.local_to_worker", "accelerators.compression"},
+                    "accelerators.tsengine.tier",
+                    "TSEngine's relays inside a data centre add dense f32 sums: set accelerators.links."
+                    "worker_to_local and local_to_worker to none (or accelerators.tsengine.tier: global)"});
+  }
+  if (datacentre && a.p3) {
+    out->push_back({{"accelerators.tsengine.tier", "accelerators.p3.enabled"}, "accelerators.tsengine.tier",
+                    "TSEngine inside a data centre and P3 both decide how the workers' slices leave: enable one "
+                    "of them (or accelerators.tsengine.tier: global)"});
+  }
+  if (global && a.dgt) {
     out->push_back({{"accelerators.tsengine.enabled", "accelerators.dgt.enabled"}, "accelerators.tsengine.enabled",
-                    "TSEngine and DGT both carry the local servers' sums: enable one of them"});
+                    "TSEngine between data centres and DGT both carry the local servers' sums: enable one of them "
+                    "(or accelerators.tsengine.tier: datacentre)"});
   }
   for (const auto& dc : recipe.topology.datacentres) {
-    if (dc.servers == 1) continue;
+    if (!global || dc.servers == 1) continue;
     out->push_back({{"accelerators.tsengine.enabled", "topology.datacentres"}, "accelerators.tsengine.enabled",
-                    "TSEngine relays one sum per data centre: data centre " + dc.name + " has " +
-                        std::to_string(dc.servers) + " servers; give each data centre 1"});
+                    "TSEngine between data centres relays one sum per data centre: data centre " + dc.name +
+                        " has " + std::to_string(dc.servers) + " servers; give each data centre 1"});
     break;
   }
   if (recipe.topology.failure_policy != "stop") {
     out->push_back({{"accelerators.tsengine.enabled", "topology.failure_policy"}, "accelerators.tsengine.enabled",
-                    "TSEngine's overlay spans every data centre in every round: topology.failure_policy must be "
-                    "stop (it is " + recipe.topology.failure_policy + ")"});
+                    "TSEngine's overlay spans every sender of its tier in every round: topology.failure_policy "
+                    "must be stop (it is " + recipe.topology.failure_policy + ")"});
   }
 }
 
@@ -102,7 +116,7 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
     }
     if (a.tsengine) {
       out->push_back({{"accelerators.tsengine.enabled"}, "accelerators.tsengine.enabled",
-                      "TSEngine relays between data centres: it needs a topology section"});
+                      "TSEngine relays between the senders of a tier: it needs a topology section"});
     }
     return;
   }

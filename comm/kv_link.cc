@@ -58,6 +58,15 @@ KvLink::~KvLink() {
   idle_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
+Status KvLink::SetRelay(AggregateSink* relay) {
+  if (codec_.compressed || sender_ || dgt_) {
+    return Status::FailedPrecondition("kv link: a relay (TSEngine) takes dense slices one by one; this link "
+                                      "compresses, or has P3 or DGT");
+  }
+  relay_ = relay;
+  return Status::Ok();
+}
+
 void KvLink::Stop() {
   if (sender_) sender_->Stop();
 }
@@ -144,6 +153,14 @@ void KvLink::Start(Command command, std::span<const uint64_t> keys, std::span<co
         req.payloads = {std::move(payload).value()};
       }
       const Target target{i, pulls ? outs[i] + s.offset : nullptr, s.length};
+      if (relay_ != nullptr && command == Command::kPushPull && round >= 0) {
+        relay_->OnComplete(s.wire_key, round, std::move(req.payloads[0]), num_merged,
+                           [this, call, target](Status st, Bytes value) {
+                             if (st.ok()) st = DecodeInto(value, std::span<float>(target.out, target.length));
+                             call->SliceDone(target.key_index, st);
+                           });
+        continue;
+      }
       if (!sender_) {
         grouped.command = req.command;
         grouped.codec = req.codec;
@@ -190,7 +207,7 @@ void KvLink::Start(Command command, std::span<const uint64_t> keys, std::span<co
 Status KvLink::Blocking(Command command, std::span<const uint64_t> keys, std::span<const float* const> values,
                         std::span<float* const> outs, int64_t round, int num_merged) {
   // The plain dense case is KvWorker's own call (one copy, answers written in place).
-  if (!codec_.compressed && !sender_ && num_merged == 1) {
+  if (!codec_.compressed && !sender_ && !relay_ && num_merged == 1) {
     switch (command) {
       case Command::kPush: return kv_->Wait(kv_->Push(keys, values, round));
       case Command::kPull: return kv_->Wait(kv_->Pull(keys, outs, round));
@@ -231,7 +248,7 @@ Status KvLink::PushPull(std::span<const uint64_t> keys, std::span<const float* c
 
 Status KvLink::PushPull(std::span<const uint64_t> keys, std::span<const Bytes> values, std::span<float* const> outs,
                         int64_t round, int num_merged) {
-  if (!codec_.compressed && !sender_ && num_merged == 1) {
+  if (!codec_.compressed && !sender_ && !relay_ && num_merged == 1) {
     return kv_->Wait(kv_->PushPull(keys, values, outs, round));  // checks the sizes itself
   }
   if (values.size() != keys.size()) return Status::InvalidArgument("kv link: keys and values differ");

@@ -16,7 +16,9 @@
 // its own request, queued in a PrioritySender with priority -(key): lower keys (the first layers of a model)
 // go first, and a later-queued low key overtakes queued higher ones; at most max_in_flight_bytes are on the
 // network at once. With DGT, a forwarded slice's unimportant blocks go as datagrams that a lossy link may drop
-// (dgt/dgt_link.h).
+// (dgt/dgt_link.h). With a relay (SetRelay: TSEngine inside a data centre, tsengine/ts_relay.h) a worker's push-pulls
+// of rounds >= 0 go slice by slice to the relay, which passes them through the overlay and answers each with the
+// round's value; pulls, initial values and raw calls still go to the tier.
 //
 // Memory: values are copied (or encoded) before a call returns; `outs` must stay valid until the call's
 // completion (blocking calls: their return; PushPullAsync: every on_key call). Errors: those of KvWorker, plus
@@ -38,6 +40,7 @@
 
 #include "comm/compression/link_plan.h"
 #include "comm/dgt/dgt_link.h"
+#include "comm/handlers/aggregate_sink.h"
 #include "comm/kv_worker.h"
 #include "engine/base/status.h"
 
@@ -105,6 +108,13 @@ class KvLink {
   // DGT's sender (null without DGT): its channel counters and adaptive k.
   DgtSender* dgt() const { return dgt_.get(); }
 
+  // TSEngine inside a data centre: from now on every push-pull of a round >= 0 hands each slice to `relay`
+  // (OnComplete(wire_key, round, dense slice, num_merged, done)) instead of sending it, and writes the value
+  // `relay` answers (dense f32 of the slice's length; anything else fails the slice with kDataLoss). Call once,
+  // before any push-pull, on a dense link without P3 or DGT (kFailedPrecondition otherwise). Borrowed: the relay
+  // must outlive every call it was handed, and it may send through this link's SendRaw itself.
+  Status SetRelay(AggregateSink* relay);
+
  private:
   struct Call;
   KvLink(KvWorker* kv, TierCodec codec, SendPathOptions send);
@@ -124,6 +134,7 @@ class KvLink {
   const SendPathOptions send_;
   std::unique_ptr<LinkEncoder> encoder_;  // null on a dense tier
   std::unique_ptr<DgtSender> dgt_;        // null without DGT
+  AggregateSink* relay_ = nullptr;        // TSEngine's worker side (SetRelay); set before use
 
   std::mutex mu_;
   std::condition_variable idle_;

@@ -19,6 +19,13 @@
 
 namespace geomx::cluster {
 
+// Where TSEngine relays, and its planner's settings.
+struct TsEngineConfig {
+  comm::OverlayOptions overlay;
+  bool global_tier = true;       // the local servers relay among themselves; the global servers coordinate
+  bool datacentre_tier = false;  // each data centre's workers relay among themselves; its local servers coordinate
+};
+
 struct ClusterConfig {
   comm::Topology topology;              // parties, hosts, ports, sizes, timeouts, slowdowns
   sync::SyncSettings sync;              // the sync mode and its knobs
@@ -27,10 +34,10 @@ struct ClusterConfig {
   comm::SendPathOptions worker_send;    // send-path accelerators of the workers' links (P3)
   comm::SendPathOptions global_send;    // of the local servers' links to the global tier (DGT; the global
                                         // servers then put a comm::DgtHandler in front of their policy)
-  // TSEngine between data centres (comm/tsengine/ts_relay.h; accelerators.tsengine): the local servers relay sums
-  // and models in an overlay the global servers choose. Needs a mode with SyncModeTraits::overlay, a dense
-  // global tier and one local server per data centre (the recipe rules check it).
-  std::optional<comm::OverlayOptions> tsengine;
+  // TSEngine (comm/tsengine/ts_relay.h; accelerators.tsengine): the senders of a tier relay sums and models in an
+  // overlay the tier's servers choose. Needs a mode with SyncModeTraits::overlay and dense tiers where it relays;
+  // between data centres, one local server per data centre (the recipe rules check it).
+  std::optional<TsEngineConfig> tsengine;
   int64_t split_bytes = 4 << 20;        // slices of every tier's layout (MultiGPS; smaller with P3)
   uint64_t seed = 42;
   // Global servers snapshot their state every this many rounds (snapshots.h); 0 = never. Needs a mode with
@@ -56,8 +63,9 @@ struct RoleEnv {
   // Where global servers write their snapshots and, for a resumed job (JobPlan::start_round > 0), read them
   // back (snapshots.h); empty: no snapshots (a resumed job then fails naming it).
   std::string snapshot_dir;
-  // TSEngine: each global server's overlay of each round, as one JSON line (comm::OverlayJson); cli/ appends it
-  // to <run>/overlays.jsonl. May be empty.
+  // TSEngine: each coordinating server's overlay of each round (global servers, and local servers with the tier
+  // inside data centres), as one JSON line (comm::OverlayJson); cli/ appends it to <run>/overlays.jsonl. May be
+  // empty.
   std::function<void(const std::string& json_line)> on_overlay;
 };
 

@@ -59,19 +59,38 @@ struct ServerJob {
   }
 };
 
-// The node ids of the local servers in the global tier (TSEngine's members).
-std::vector<int> LocalServerIds(const comm::Topology& t) {
-  std::vector<int> ids;
-  for (size_t d = 0; d < t.datacentres.size(); ++d) {
-    for (int r = 0; r < t.datacentres[d].servers; ++r) {
-      ids.push_back(comm::TierNodeId(NodeRole::kWorker, GlobalRankOfLocalServer(t, static_cast<int>(d), r),
-                                     t.global_servers));
-    }
+// A customer of `po` for the scope's lifetime (TSEngine's messages to its coordinator); none for an empty handler.
+class ScopedCustomer {
+ public:
+  ScopedCustomer(Postoffice& po, int app_id, Postoffice::Handler handler)
+      : po_(po), app_id_(app_id), on_(handler != nullptr) {
+    if (on_) po_.RegisterCustomer(app_id_, std::move(handler));
   }
-  return ids;
+  ~ScopedCustomer() {
+    if (on_) po_.UnregisterCustomer(app_id_);
+  }
+  ScopedCustomer(const ScopedCustomer&) = delete;
+  ScopedCustomer& operator=(const ScopedCustomer&) = delete;
+
+ private:
+  Postoffice& po_;
+  const int app_id_;
+  const bool on_;
+};
+
+// TSEngine: a server's overlay of each round as one line for RoleEnv::on_overlay (empty without one).
+std::function<void(const comm::RoundOverlay&)> OverlayLogger(const RoleEnv& env, Postoffice& po,
+                                                              const std::string& name) {
+  if (!env.on_overlay) return nullptr;
+  return [&env, &po, name](const comm::RoundOverlay& overlay) {
+    env.on_overlay(comm::OverlayJson(overlay, name, [&po](int id) {
+      const NodeInfo* n = po.FindNode(id);
+      return n != nullptr ? n->name : "node " + std::to_string(id);
+    }));
+  };
 }
 
-// How many parameter slices the global server of `rank` holds.
+// How many parameter slices the server of `rank` holds.
 int ParameterSlicesOf(const ps::KeySchema& schema, const KeyLayout& layout, int rank) {
   int n = 0;
   for (uint64_t key : schema.KeysWith(ps::KeyRole::kParameter)) {
@@ -151,7 +170,10 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
   GEOMX_ASSIGN_OR_RETURN(auto upper_link, comm::KvLink::Create(upper.get(), c.links.global, upward));
   GEOMX_ASSIGN_OR_RETURN(auto upper_aux, comm::KvLink::Create(upper.get(), comm::TierCodec{}));
 
-  // Downward: the server of its data centre's tier.
+  // Downward: the server of its data centre's tier (its Postoffice starts once the policy can serve).
+  auto local_van = env.make_van(name);
+  Postoffice local_po(DataCentreTier(c.topology, dc, env), NodeInfo{-1, NodeRole::kServer, rank, name, party, ""},
+                      local_van.get());
   const sync::SyncJob sync_job = MakeSyncJob(c, job);
   ServerJob served;
   served.sync_job = sync_job;
@@ -161,12 +183,19 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
     args.layout = local_layout;
     args.codec = c.links.local;
     args.observer = env.observer;
+    args.rank = rank;
     args.dc_index = dc_index;
     args.workers = dc.workers;
     args.upper = upper_link.get();
-    if (c.tsengine) {
+    if (c.tsengine && c.tsengine->global_tier) {
       served.ts_member = std::make_unique<comm::TsMember>(upper_link.get(), LocalServerIds(c.topology));
       args.upward = served.ts_member.get();
+    }
+    if (c.tsengine && c.tsengine->datacentre_tier) {  // the coordinator of its data centre's workers
+      served.ts_root = std::make_unique<comm::TsRoot>(&local_po, local_layout, WorkerIdsOf(dc),
+                                                      ParameterSlicesOf(job.schema, local_layout, rank),
+                                                      c.tsengine->overlay, OverlayLogger(env, local_po, name));
+      args.overlay = served.ts_root.get();
     }
     GEOMX_ASSIGN_OR_RETURN(served.policy, mode.MakeLocalServer(args));
   }
@@ -176,9 +205,12 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
                                                                   upper_aux.get()));
   }
   if (!served.policy && !served.aux) return Status::InvalidArgument("the job has no keys");
-  auto local_van = env.make_van(name);
-  Postoffice local_po(DataCentreTier(c.topology, dc, env), NodeInfo{-1, NodeRole::kServer, rank, name, party, ""},
-                      local_van.get());
+  // TSEngine's messages from the workers go to the coordinator (registered before the tier's barrier).
+  ScopedCustomer ts_messages(local_po, comm::kTsAppId,
+                             served.ts_root == nullptr ? Postoffice::Handler()
+                                                       : [root = served.ts_root.get()](comm::Message&& m) {
+                                                           root->OnMessage(std::move(m));
+                                                         });
   GEOMX_RETURN_IF_ERROR(local_po.Start(env.node_bind(name, dc.host)));
   TierBridge bridge(&global_po, &local_po);
   // topology.failure_policy: continue: a lost worker's pushes are no longer waited for.
@@ -254,17 +286,10 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
           if (!s.ok()) GEOMX_LOG(kError) << name << ": snapshot of round " << round << ": " << s.ToString();
         };
       }
-      if (c.tsengine) {
-        auto on_round = [&env, &po, name](const comm::RoundOverlay& overlay) {
-          if (!env.on_overlay) return;
-          env.on_overlay(comm::OverlayJson(overlay, name, [&po](int id) {
-            const NodeInfo* n = po.FindNode(id);
-            return n != nullptr ? n->name : "node " + std::to_string(id);
-          }));
-        };
+      if (c.tsengine && c.tsengine->global_tier) {
         served.ts_root = std::make_unique<comm::TsRoot>(&po, served.layout, LocalServerIds(c.topology),
                                                         ParameterSlicesOf(job.schema, served.layout, rank),
-                                                        *c.tsengine, on_round);
+                                                        c.tsengine->overlay, OverlayLogger(env, po, name));
         args.overlay = served.ts_root.get();
       }
       GEOMX_ASSIGN_OR_RETURN(served.policy, mode->MakeGlobalServer(args));
@@ -301,18 +326,13 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
     ~ClearNodeLeft() { po.SetNodeLeftCallback(nullptr); }
   } clear_node_left{po};
   // TSEngine's messages go to the coordinator the job's gate builds (both on the receive thread).
-  struct TsMessages {
-    Postoffice& po;
-    bool on;
-    ~TsMessages() {
-      if (on) po.UnregisterCustomer(comm::kTsAppId);
-    }
-  } ts_messages{po, c.tsengine.has_value()};
-  if (c.tsengine) {
-    po.RegisterCustomer(comm::kTsAppId, [&served](comm::Message&& m) {
-      if (served.ts_root) served.ts_root->OnMessage(std::move(m));
-    });
-  }
+  ScopedCustomer ts_messages(po, comm::kTsAppId,
+                             !(c.tsengine && c.tsengine->global_tier) ? Postoffice::Handler()
+                                                                       : [&served](comm::Message&& m) {
+                                                                           if (served.ts_root) {
+                                                                             served.ts_root->OnMessage(std::move(m));
+                                                                           }
+                                                                         });
   comm::KvServer server(&po, kAppId, &gate);
   struct StopDgt {  // before `server` goes: DGT's deadline thread answers through it
     ServerJob& served;

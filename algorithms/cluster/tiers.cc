@@ -51,6 +51,23 @@ int GlobalRankOfLocalServer(const comm::Topology& t, int dc_index, int rank) {
   return offset + rank;
 }
 
+std::vector<int> LocalServerIds(const comm::Topology& t) {
+  std::vector<int> ids;
+  for (size_t d = 0; d < t.datacentres.size(); ++d) {
+    for (int r = 0; r < t.datacentres[d].servers; ++r) {
+      ids.push_back(comm::TierNodeId(comm::NodeRole::kWorker, GlobalRankOfLocalServer(t, static_cast<int>(d), r),
+                                     t.global_servers));
+    }
+  }
+  return ids;
+}
+
+std::vector<int> WorkerIdsOf(const comm::DataCentre& dc) {
+  std::vector<int> ids;
+  for (int r = 0; r < dc.workers; ++r) ids.push_back(comm::TierNodeId(comm::NodeRole::kWorker, r, dc.servers));
+  return ids;
+}
+
 int MasterWorkerRank(const comm::Topology& t) {
   return GlobalRankOfLocalServer(t, static_cast<int>(t.datacentres.size()), 0);
 }

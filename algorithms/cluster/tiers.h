@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "algorithms/cluster/cluster_config.h"
 #include "comm/node.h"
@@ -28,6 +29,10 @@ comm::TierSpec DataCentreTier(const comm::Topology& t, const comm::DataCentre& d
 // The rank of local server `rank` of data centre `dc_index` among the global tier's workers.
 int GlobalRankOfLocalServer(const comm::Topology& t, int dc_index, int rank);
 int MasterWorkerRank(const comm::Topology& t);
+// The node ids of every local server in the global tier, data centres in order (TSEngine's members there).
+std::vector<int> LocalServerIds(const comm::Topology& t);
+// The node ids of data centre `dc`'s workers in its tier, in rank order (TSEngine's members inside it).
+std::vector<int> WorkerIdsOf(const comm::DataCentre& dc);
 // Data shard of a worker: workers numbered over data centres in order.
 int WorkerIndex(const comm::Topology& t, int dc_index, int rank);
 

@@ -34,6 +34,10 @@ Result<std::unique_ptr<WorkerSession>> WorkerSession::Join(const ClusterConfig& 
   s->kv_ = std::make_unique<comm::KvWorker>(s->po_.get(), kAppId, layout);
   GEOMX_ASSIGN_OR_RETURN(s->link_, comm::KvLink::Create(s->kv_.get(), c.links.local, c.worker_send));
   GEOMX_ASSIGN_OR_RETURN(s->aux_link_, comm::KvLink::Create(s->kv_.get(), comm::TierCodec{}));
+  if (c.tsengine && c.tsengine->datacentre_tier) {  // before the barrier: peers may talk to it right after
+    s->ts_member_ = std::make_unique<comm::TsMember>(s->link_.get(), WorkerIdsOf(dc));
+    GEOMX_RETURN_IF_ERROR(s->link_->SetRelay(s->ts_member_.get()).WithContext("accelerators.tsengine.tier"));
+  }
   GEOMX_RETURN_IF_ERROR(s->po_->Barrier("all"));
   return s;
 }
@@ -42,6 +46,7 @@ WorkerSession::~WorkerSession() {
   // Nothing new leaves once the KvWorker is gone: stop P3's queue, cancel what is in flight (the KvWorker answers
   // its pending requests with kCancelled), then the links have nothing left to wait for.
   if (link_) link_->Stop();
+  ts_member_.reset();  // its rounds still owed are dropped; it sends through link_ and kv_
   kv_.reset();
   link_.reset();
   aux_link_.reset();

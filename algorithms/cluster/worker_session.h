@@ -1,6 +1,7 @@
 // WorkerSession: one worker's membership of its data centre's tier: its Postoffice, its KvWorker over the job's
 // key layout, and the links algorithm code sends through (the tier's codec and the workers' send path for
-// parameter keys; a dense link for every other key). Join() blocks until the tier's barrier; Finish() says
+// parameter keys, relayed through TSEngine's overlay when it runs inside the data centre; a dense link for every
+// other key). Join() blocks until the tier's barrier; Finish() says
 // goodbye. The NN trainer (training_worker.h) and classical estimators (through ps::PsContext) both start here.
 // Not thread-safe (the worker's thread); the links themselves are.
 #pragma once
@@ -15,6 +16,7 @@
 #include "comm/kv_link.h"
 #include "comm/kv_worker.h"
 #include "comm/postoffice.h"
+#include "comm/tsengine/ts_relay.h"
 
 namespace geomx::cluster {
 
@@ -67,6 +69,8 @@ class WorkerSession {
   std::unique_ptr<comm::Postoffice> po_;
   std::unique_ptr<comm::KvWorker> kv_;
   std::unique_ptr<comm::KvLink> link_, aux_link_;
+  // TSEngine inside the data centre (ClusterConfig::tsengine): link_'s relay. Destroyed before the links.
+  std::unique_ptr<comm::TsMember> ts_member_;
 };
 
 }  // namespace geomx::cluster

@@ -125,7 +125,11 @@ class FsaLocalServer final : public ServerPolicy {
  public:
   static Result<std::unique_ptr<ServerPolicy>> Create(const LocalServerArgs& args) {
     auto p = std::unique_ptr<FsaLocalServer>(new FsaLocalServer(args.upper));
-    comm::AggregateSink* sink = args.upward != nullptr ? args.upward : &p->sink_;  // TSEngine relays
+    comm::AggregateSink* sink = args.upward != nullptr ? args.upward : &p->sink_;  // TSEngine relays upward
+    if (args.overlay != nullptr) {  // TSEngine inside the data centre: relayed sums in, the value through workers
+      args.overlay->SetSink(sink);
+      sink = args.overlay;
+    }
     GEOMX_ASSIGN_OR_RETURN(p->aggregator_,
                            comm::SyncAggregator::Create(args.layout, LocalAggregatorOptions(args), sink));
     return std::unique_ptr<ServerPolicy>(std::move(p));

@@ -26,6 +26,7 @@ comm::SyncAggregatorOptions LocalAggregatorOptions(const LocalServerArgs& args) 
   comm::SyncAggregatorOptions opts;
   opts.expected_senders = args.workers;
   opts.tier = args.codec;
+  opts.relayed_pushes = args.overlay != nullptr;  // TSEngine inside the data centre
   return opts;
 }
 

@@ -88,9 +88,10 @@ struct ServerArgs {
   // the job's state after exactly `round` (server snapshots, algorithms/cluster/snapshots.h). Runs on the thread
   // that completed the round; may be empty.
   std::function<void(int64_t round)> round_done;
-  // TSEngine (accelerators.tsengine; modes with SyncModeTraits::overlay): the global server aggregates relayed
-  // pushes (SyncAggregatorOptions::relayed_pushes) and hands its sink to the overlay (TsRoot::SetSink), whose
-  // decorator broadcasts each round's value through the local servers. Null: off.
+  // TSEngine (accelerators.tsengine; modes with SyncModeTraits::overlay): the server aggregates relayed pushes
+  // (SyncAggregatorOptions::relayed_pushes) and hands its sink to the overlay (TsRoot::SetSink), whose decorator
+  // broadcasts each round's value through the tier's senders (a global server: the local servers; a local
+  // server: its workers). Null: off.
   comm::TsRoot* overlay = nullptr;
 };
 
@@ -103,7 +104,8 @@ struct LocalServerArgs : ServerArgs {
   comm::AggregateSink* upward = nullptr;
 };
 
-// The options of a local server's SyncAggregator: one push per worker of its data centre, the tier's codec.
+// The options of a local server's SyncAggregator: one push per worker of its data centre, the tier's codec, and
+// relayed pushes with TSEngine inside the data centre (args.overlay).
 comm::SyncAggregatorOptions LocalAggregatorOptions(const LocalServerArgs& args);
 
 // How an ESync worker reaches the state server (esync.h). Filled by the worker role.

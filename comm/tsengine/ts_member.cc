@@ -34,11 +34,18 @@ TsMember::TsMember(KvLink* upper, std::vector<int> members)
     : upper_(upper),
       po_(upper->kv()->postoffice()),
       members_(members.begin(), members.end()),
-      initial_(upper) {
+      initial_(upper),
+      pending_("tsengine on tier " + po_->spec().name, po_->spec().options.request_timeout_ms) {
   po_->RegisterCustomer(kTsAppId, [this](Message&& m) { OnMessage(std::move(m)); });
+  po_->AttachTracker(&pending_);
 }
 
-TsMember::~TsMember() { po_->UnregisterCustomer(kTsAppId); }
+TsMember::~TsMember() {
+  po_->UnregisterCustomer(kTsAppId);
+  po_->DetachTracker(&pending_);
+  std::lock_guard<std::mutex> lock(mu_);
+  rounds_.clear();  // their done callbacks are dropped; pending_ then cancels the (now unknown) rounds' requests
+}
 
 uint64_t TsMember::refused() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -74,7 +81,7 @@ void TsMember::OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int
   const int server = ServerOf(wire_key);
   if (s == nullptr || server < 0 || aggregate.size() != s->length * sizeof(float)) {
     return done(Status::FailedPrecondition("tsengine: " + KeyText(wire_key) + " is not a dense slice of the "
-                                           "global tier's layout"),
+                                           "tier's layout"),
                 Bytes());
   }
   const Id id{wire_key, round};
@@ -100,6 +107,25 @@ void TsMember::OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int
     ask = !forward && !r.asked;
     r.asked = true;
   }
+  // The round's value is owed by the slice's server (through whichever member): it times out like a request to
+  // the server, and a failed tier fails it (at once when it failed already: outside mu_).
+  const int64_t ts = pending_.NewRequest(
+      {{server, "the value of " + KeyText(wire_key) + " round " + std::to_string(round) +
+                    " through the tsengine overlay (" + po_->Describe(server) + ")"}},
+      "tsengine", [this, id](Status st) {
+        if (!st.ok()) Fail(id, st);
+      });
+  bool failed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rounds_.find(id);
+    failed = it == rounds_.end();  // failed already
+    if (!failed) it->second.ts = ts;
+  }
+  if (failed) {
+    pending_.AddResponse(ts, server, Status::Cancelled("the round failed"));
+    return;
+  }
   if (forward) return Forward(id);
   if (ask) Ask(id);
 }
@@ -112,14 +138,17 @@ void TsMember::Ask(const Id& id) {
 
 void TsMember::Fail(const Id& id, const Status& s) {
   AggregateDone done;
+  int64_t ts = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = rounds_.find(id);
     if (it == rounds_.end()) return;
     done = std::move(it->second.done);
+    ts = it->second.ts;
     rounds_.erase(it);
   }
   if (done) done(s.WithContext("tsengine: " + KeyText(id.first) + " round " + std::to_string(id.second)), Bytes());
+  if (ts >= 0) pending_.AddResponse(ts, ServerOf(id.first), Status::Cancelled("the round failed"));
 }
 
 void TsMember::OnMessage(Message&& msg) {
@@ -255,6 +284,7 @@ void TsMember::OnModel(const Message& msg, const Id& id, std::map<std::string, s
   const bool explore = !relay && members_.count(*probe) != 0 && *probe != po_->my_id();
   const bool direct = fields["direct"] == "1" && msg.meta.sender == ServerOf(id.first);
   AggregateDone done;
+  int64_t ts = -1;
   const Id next_round{id.first, id.second + 1};
   bool ask_next = false;
   {
@@ -269,6 +299,7 @@ void TsMember::OnModel(const Message& msg, const Id& id, std::map<std::string, s
       return;
     }
     done = std::move(it->second.done);
+    ts = it->second.ts;
     rounds_.erase(it);
     delivered_[id.first] = id.second;
     if (relay || explore) relays_[id] = Relay{msg.data[0], explore ? *probe : -1, Now()};
@@ -279,6 +310,7 @@ void TsMember::OnModel(const Message& msg, const Id& id, std::map<std::string, s
     if (direct) n.target = ServerOf(id.first);  // the next sum goes straight to the server (no ask)
   }
   done(Status::Ok(), msg.data[0]);
+  if (ts >= 0) pending_.AddResponse(ts, ServerOf(id.first), Status::Ok());
   if (relay) AskPull(id, -1, 0, 0);
   if (explore) {
     Status s = SendOp(*probe, id, {{kOpField, kModel}, {kAckField, "1"}}, {msg.data[0]});

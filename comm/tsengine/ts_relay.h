@@ -1,16 +1,19 @@
-// TSEngine's relays (../shared/reference/accelerators.md §2; docs/accelerators.md "TSEngine"): the local servers of
-// an fsa job pass their sums to each other and the new model on to each other, in an overlay the global server
-// chooses transfer by transfer from measured link throughput (OverlayPlanner), instead of each one talking to the
-// global server over its own link.
+// TSEngine's relays (../shared/reference/accelerators.md §2; docs/accelerators.md "TSEngine"): the senders of one
+// tier pass their sums to each other and the new model on to each other, in an overlay the tier's server chooses
+// transfer by transfer from measured link throughput (OverlayPlanner), instead of each one talking to the server
+// over its own link.
 //
-// Placement: between data centres (the local servers and the global servers of the global tier). The coordinator
-// of a slice is the global server that holds it (TSEngine's is the tier's scheduler): every transfer of the slice
-// involves it anyway, so its decisions cost no extra hop, and with several global servers each coordinates its own
-// slices with its own throughput table. One local server per data centre (every slice has one sender per data
-// centre).
+// Placement (recipe accelerators.tsengine.tier): between data centres, the members are the local servers and the
+// coordinators the global servers (TsMember is a local server's upward sink, TsRoot decorates a global server's
+// sink); inside a data centre, the members are its workers and the coordinators its local servers (TsMember is
+// the relay of a worker's KvLink, KvLink::SetRelay; TsRoot decorates the local server's upward sink, so both
+// tiers compose). The coordinator of a slice is the server that holds it (TSEngine's is the tier's scheduler):
+// every transfer of the slice involves it anyway, so its decisions cost no extra hop, and with several servers
+// each coordinates its own slices with its own throughput table. Every member sends every slice once per round
+// (one local server per data centre on the global tier; every worker of a data centre on its tier).
 //
-// One slice, one round (members: the local servers; S: the slice's global server):
-//   push    a member asks S where to pass its data centre's sum (kAskPush), early: when the previous round's value
+// One slice, one round (members: the local servers, or the workers; S: the slice's server):
+//   push    a member asks S where to pass its sum (kAskPush), early: when the previous round's value
 //           arrived. S takes the waiting members in arrival order: one pushes straight to S unless a waiting member
 //           is known to be reached faster than S (then the two merge: the one with the faster link to S receives
 //           the other's partial sum, kPartial, adds it in and asks again) or such a member is still to come (it
@@ -23,8 +26,8 @@
 //           (kAskPull) and gets OverlayPlanner::NextReceiver's epsilon-greedy choice (kPullTo; -1: nobody) among
 //           the members still without it that no other holder reaches over a known faster link. If every holder
 //           stops with members left, S serves them. A member with nobody to serve may probe one link to another
-//           member (the value again, acked and dropped), with the planner's exploring probability. A member hands
-//           the value to its data centre (the local workers' answers) as soon as it arrives.
+//           member (the value again, acked and dropped), with the planner's exploring probability. A member uses
+//           the value as soon as it arrives (a local server answers its workers; a worker writes its weights).
 // Throughput: wall-clock bytes per second of the largest slice's transfers, send to ack (kModelAck), fed to one
 // planner (moving average, expiry); links are taken as symmetric where one direction is unknown. The choices of a
 // round are reused for all its slices (one overlay per round).
@@ -35,9 +38,10 @@
 // lengths the layout's; anything else is logged, counted (refused()) and dropped. Nothing a message claims sizes
 // an allocation beyond the layout's slice length, and each side keeps at most a bounded number of open rounds.
 //
-// Errors: a member that gets no answer (a lost peer) stalls only that slice's round: the local workers' requests
-// time out (topology.timeouts.request) and the job fails naming them, as any lost answer does.
-// Thread-safety: both classes are thread-safe; their handlers run on the global Postoffice's receive thread and
+// Errors: a member whose round's value does not come (a lost peer) fails that round after the tier's request
+// timeout (topology.timeouts.request) naming the slice and its server, or at once when the tier failed, as a
+// request to the server would; the job fails naming it.
+// Thread-safety: both classes are thread-safe; their handlers run on the tier Postoffice's receive thread and
 // never block (sends are queued by the Van). Ownership: borrow the Postoffice, the KvLink and the inner sink, which
 // must outlive them.
 #pragma once
@@ -53,6 +57,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/customer.h"
 #include "comm/handlers/aggregate_sink.h"
 #include "comm/handlers/forward_sink.h"
 #include "comm/key_layout.h"
@@ -64,10 +69,10 @@ namespace geomx::comm {
 class KvLink;
 class Postoffice;
 
-// The Customer app id of TSEngine's messages on the global tier.
+// The Customer app id of TSEngine's messages (on the tier they relay on).
 inline constexpr int kTsAppId = 9;
 
-// The overlay one global server chose in one round, over all its slices: transfers per directed pair of nodes.
+// The overlay one server chose in one round, over all its slices: transfers per directed pair of nodes.
 struct RoundOverlay {
   int64_t round = 0;
   std::map<std::pair<int, int>, int> push;  // (from, to) -> slices; to is the server for the final pushes
@@ -80,15 +85,17 @@ struct RoundOverlay {
 std::string OverlayJson(const RoundOverlay& overlay, const std::string& server,
                         const std::function<std::string(int)>& name_of);
 
-// The global server's side: the coordinator of its slices, and an AggregateSink decorator (the round's value, once
-// the inner sink answered it, is what it broadcasts).
+// The server's side (a global server, or a local server inside its data centre): the coordinator of its slices,
+// and an AggregateSink decorator (the round's value, once the inner sink answered it, is what it broadcasts).
 class TsRoot : public AggregateSink {
  public:
-  // `members`: the node ids of the local servers (one per data centre). `slices`: how many slices this server holds
+  // `members`: the node ids of the tier's senders (the local servers, one per data centre, or the workers of a
+  // data centre). `slices`: how many slices this server holds
   // (a round's overlay is reported once all of them were broadcast). `on_round` (may be empty) gets each round's
   // overlay, on the thread that finished it.
   // The caller registers the customer kTsAppId on `po` and passes its messages to OnMessage (a global server
-  // builds its policies inside a handler, where registering would wait for itself).
+  // builds its policies inside a handler, where registering would wait for itself). `po` may be started later;
+  // its rank must be its final one.
   TsRoot(Postoffice* po, KeyLayout layout, std::vector<int> members, int slices, OverlayOptions options,
          std::function<void(const RoundOverlay&)> on_round);
   ~TsRoot() override;
@@ -171,12 +178,14 @@ class TsRoot : public AggregateSink {
   uint64_t refused_ = 0;                      // GUARDED_BY(mu_)
 };
 
-// A local server's side: the AggregateSink its data centre's aggregator hands each completed sum to (instead of a
-// plain ForwardSink). Initial values are pulled straight from the global tier (FetchInitial, as ForwardSink).
+// A member's side: the AggregateSink a local server's aggregator hands each completed sum to (instead of a plain
+// ForwardSink), or a worker's KvLink hands each slice of its push-pulls to (KvLink::SetRelay). Initial values are
+// pulled straight from the tier (FetchInitial, as ForwardSink).
 class TsMember : public AggregateSink {
  public:
-  // `upper`: the local server's dense link into the global tier (its KvWorker's Postoffice is the one the
-  // messages travel on). `members`: the node ids of all local servers in the global tier.
+  // `upper`: the member's dense link into the tier (its KvWorker's Postoffice is the one the messages travel on).
+  // `members`: the node ids of all the tier's members. Construct before the tier's barrier (it registers the
+  // customer kTsAppId).
   TsMember(KvLink* upper, std::vector<int> members);
   ~TsMember() override;  // unregisters the app; pending rounds' done callbacks are dropped
 
@@ -199,6 +208,7 @@ class TsMember : public AggregateSink {
     bool asked = false;       // the coordinator was asked (early: when the previous round's value arrived)
     int target = -1;          // where to pass the sum (push_to), once told
     bool forwarded = false;
+    int64_t ts = -1;          // pending_'s request for the round's value (timeouts, tier failure)
   };
   struct Relay {
     Bytes value;
@@ -233,6 +243,9 @@ class TsMember : public AggregateSink {
   std::map<Id, Relay> relays_;   // GUARDED_BY(mu_)
   std::map<uint64_t, int64_t> delivered_;  // GUARDED_BY(mu_): wire key -> latest round whose value arrived
   uint64_t refused_ = 0;         // GUARDED_BY(mu_)
+  // The values owed, one request per round whose sum left (a tracker of po_: request_timeout_ms, tier failure
+  // complete them and so Fail the round). Declared last: destroyed first.
+  Customer pending_;
 };
 
 }  // namespace geomx::comm

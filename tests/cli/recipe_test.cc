@@ -109,7 +109,7 @@ accelerators:
   p3: {slice_elements: 1000}
   dgt: {block_bytes: 1000, k: 0.5, k_min: 0.1, adaptive: false, alpha: 0.5, channels: 2, deadline: 50ms,
         mode: tcp-priority-4bit}
-  tsengine: {max_greedy: 0.8, expiry: 7, ewma: 0.25}
+  tsengine: {max_greedy: 0.8, expiry: 7, ewma: 0.25, tier: both}
 topology:
   central:
     host: 10.0.0.1
@@ -322,7 +322,19 @@ TEST(RecipeTest, TsEngineKeysAndTheirRules) {
   EXPECT_FLOAT_EQ(ok.accelerators.tsengine_max_greedy, 0.5f);
   EXPECT_EQ(ok.accelerators.tsengine_expiry, 3);
   EXPECT_FLOAT_EQ(ok.accelerators.tsengine_ewma, 0.2f);
+  EXPECT_EQ(ok.accelerators.tsengine_tier, "global");
+  // Inside data centres only: the WAN may be compressed or carry DGT, and a data centre may have two servers.
+  const std::string two_servers = "    - {name: dc-b, servers: 2}\n";
+  for (const std::string& text :
+       {base + ", tier: datacentre}\n  links: {local_to_global: fp16}\n", base + ", tier: datacentre}\n  dgt: {enabled: true}\n",
+        std::string(kTopologyBase) + two_servers + "accelerators: {tsengine: {enabled: true, tier: datacentre}}\n"}) {
+    EXPECT_EQ(MustParse(text).accelerators.tsengine_tier, "datacentre") << text;
+  }
   const std::vector<std::pair<std::string, std::string>> bad = {
+      {base + ", tier: workers}\n", "accelerators.tsengine.tier"},
+      {base + ", tier: datacentre}\n  p3: {enabled: true}\n", "accelerators.tsengine.tier"},
+      {base + ", tier: both}\n  links: {worker_to_local: fp16}\n", "accelerators.tsengine.tier"},
+      {base + ", tier: both}\n  compression: bsc\n", "accelerators.tsengine.enabled"},
       {base + ", max_greedy: 1.5}\n", "accelerators.tsengine.max_greedy"},
       {base + ", expiry: 0}\n", "accelerators.tsengine.expiry"},
       {base + ", ewma: 0}\n", "accelerators.tsengine.ewma"},

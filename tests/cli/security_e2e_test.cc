@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -136,6 +138,35 @@ TEST(SecurityCliTest, DgtPriorityChannelsAreEncryptedConnectionsOfTheirOwn) {
   // not, every block would be counted here, each round after a 1 s wait).
   EXPECT_EQ(std::stod(JsonField(s, "dgt_lost_1")), 0.0) << s;
   EXPECT_GT(std::stod(JsonField(s, "final_test_accuracy")), 0.5) << s;
+}
+
+// TSEngine on both tiers with encryption: the workers of dc-a send each other values over CURVE connections of
+// their own (worker to worker, the members' keys), as the local servers do between data centres; the run completes
+// and learns, and overlays.jsonl holds each round's overlay from the global server and from both local servers.
+TEST(SecurityCliTest, TsEngineRelaysBetweenWorkersOverEncryptedConnections) {
+  ScratchDir dir;
+  WriteFile(dir / "t.yaml", Recipe());
+  auto run = RunGeomx("train t.yaml --out ts --set security.encryption=on --set accelerators.tsengine.enabled=true "
+                      "--set accelerators.tsengine.tier=both --set accelerators.tsengine.max_greedy=0.5",
+                      dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string s = ReadFile(dir / "ts" / "summary.json");
+  EXPECT_EQ(JsonField(s, "status"), "\"completed\"") << s;
+  EXPECT_GT(std::stod(JsonField(s, "final_test_accuracy")), 0.5) << s;  // 3 classes: it learned
+  const int rounds = std::stoi(JsonField(s, "iterations"));
+  std::map<std::string, int> lines;
+  int dc_a_worker_to_worker = 0;
+  std::istringstream overlays(ReadFile(dir / "ts" / "overlays.jsonl"));
+  for (std::string line; std::getline(overlays, line);) {
+    for (const char* server : {"central/global-server0", "dc-a/server0", "dc-b/server0"}) {
+      lines[server] += Has(line, std::string("\"server\":\"") + server + "\"");
+    }
+    dc_a_worker_to_worker += Has(line, "{\"from\":\"dc-a/worker0\",\"to\":\"dc-a/worker1\"") ||
+                             Has(line, "{\"from\":\"dc-a/worker1\",\"to\":\"dc-a/worker0\"");
+  }
+  for (const auto& [server, n] : lines) EXPECT_EQ(n, rounds) << server;
+  // max_greedy 0.5: the workers probe each other's links in about half of the rounds, over their own connections.
+  EXPECT_GT(dc_a_worker_to_worker, 0);
 }
 
 // As docs/security.md tells multi-host users: generate the keys once, start every role with security.keys.

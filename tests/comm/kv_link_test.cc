@@ -269,6 +269,72 @@ TEST_P(KvLinkTest, MalformedAnswersAreDataLossAndLeaveTheOutputAlone) {
   EXPECT_EQ(links_[0]->PushPull(bad, in, outs, 0).code(), StatusCode::kInvalidArgument);
 }
 
+// A relay (TSEngine's worker side, KvLink::SetRelay) takes every slice of a push-pull of a round >= 0 instead of
+// the tier: it sees each slice's values with its wire key, round and num_merged, and what it answers is written
+// into the outputs (a wrong-length answer: kDataLoss, the output untouched). Initial pushes and pulls still go to
+// the server. A relay is refused on a compressed link and on one with P3.
+TEST_P(KvLinkTest, ARelayTakesThePushPullsOfRoundsSliceBySlice) {
+  struct Seen {
+    uint64_t wire_key;
+    int64_t round;
+    std::vector<float> values;
+    int merged;
+  };
+  class Relay : public AggregateSink {
+   public:
+    void OnComplete(uint64_t wire_key, int64_t round, Bytes slice, int merged, AggregateDone done) override {
+      std::vector<float> v(slice.as<float>(), slice.as<float>() + slice.count<float>());
+      seen.push_back({wire_key, round, v, merged});
+      if (short_answer) v.pop_back();
+      for (float& x : v) x = 2 * x + 1;
+      done(Status::Ok(), Bytes::CopyVector(v));
+    }
+    std::vector<Seen> seen;
+    bool short_answer = false;
+  } relay;
+  StoreSink mean;
+  auto agg = SyncAggregator::Create(KeyLayout::Build(Keys(), 1, 12).value(), {.expected_senders = 2}, &mean).value();
+  Start(agg.get(), TierCodec{});
+  ASSERT_TRUE(links_[0]->SetRelay(&relay).ok());
+  const auto v = TwoWorkersValues();
+  const uint64_t keys[] = {0, 1};
+  const float* in[] = {v[0].data(), v[0].data() + 7};
+  std::vector<float> out(10, -1.0f);
+  float* outs[] = {out.data(), out.data() + 7};
+  ASSERT_TRUE(links_[0]->PushPull(keys, in, outs, 3).ok());
+  for (int i = 0; i < 10; ++i) EXPECT_FLOAT_EQ(out[i], 2 * v[0][i] + 1) << i;
+  // Key 0's three slices and key 1's one, each with its own values.
+  ASSERT_EQ(relay.seen.size(), 4u);
+  for (size_t j = 0; j < 4; ++j) {
+    const uint64_t key = j < 3 ? 0 : 1;
+    const KeySlice& s = layout_.slices(key)[j < 3 ? j : 0];
+    EXPECT_EQ(relay.seen[j].wire_key, s.wire_key) << j;
+    EXPECT_EQ(relay.seen[j].round, 3);
+    EXPECT_EQ(relay.seen[j].merged, 1);
+    const auto first = v[0].begin() + (key == 0 ? 0 : 7) + s.offset;
+    EXPECT_EQ(relay.seen[j].values, std::vector<float>(first, first + s.length)) << j;
+  }
+  // Initial values travel to the server and back as before.
+  ASSERT_TRUE(links_[0]->Push(keys, in, kInitRound).ok());
+  std::vector<float> initial(10, -1.0f);
+  float* initial_outs[] = {initial.data(), initial.data() + 7};
+  ASSERT_TRUE(links_[0]->Pull(keys, initial_outs, kInitRound).ok());
+  EXPECT_EQ(initial, v[0]);
+  EXPECT_EQ(relay.seen.size(), 4u);
+  // An answer of the wrong length.
+  relay.short_answer = true;
+  std::fill(out.begin(), out.end(), -1.0f);
+  EXPECT_EQ(links_[0]->PushPull(keys, in, outs, 4).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(out[9], -1.0f);
+  // Where a relay cannot go.
+  LinkSchemes schemes;
+  schemes.worker_to_local = LinkScheme::kFp16;
+  auto fp16 = KvLink::Create(kvs_[1].get(), MakeLinkPlan(schemes, LinkParams{}).local).value();
+  EXPECT_EQ(fp16->SetRelay(&relay).code(), StatusCode::kFailedPrecondition);
+  auto p3 = KvLink::Create(kvs_[1].get(), TierCodec{}, {.p3 = true}).value();
+  EXPECT_EQ(p3->SetRelay(&relay).code(), StatusCode::kFailedPrecondition);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, KvLinkTest, ::testing::Values("loopback", "zmq"),
                          [](const auto& info) { return info.param; });
 

@@ -38,8 +38,8 @@ Recipe ThreeDataCentres(int epochs) {
   return r;
 }
 
-// Runs every role of `r` with `env`, checks that the five workers end with the single-process weights (up to
-// float rounding: relayed sums add the data centres in another order), and returns the overlay lines.
+// Runs every role of `r` with `env`, checks that every worker ends with the single-process weights (up to float
+// rounding: relayed sums add the senders in another order), and returns the overlay lines.
 std::vector<std::string> RunAndCollectOverlays(const Recipe& r, ClusterEnv env) {
   std::mutex mu;
   std::vector<std::string> lines;
@@ -48,7 +48,7 @@ std::vector<std::string> RunAndCollectOverlays(const Recipe& r, ClusterEnv env) 
     lines.push_back(line);
   };
   const auto finals = RunCluster(r, env);
-  EXPECT_EQ(finals.size(), 5u);
+  EXPECT_EQ(finals.size(), static_cast<size_t>(r.topology.total_workers()));
   const cluster_testing::Weights ref = Reference(r, r.optimizer);
   for (const auto& [name, w] : finals) EXPECT_LE(MaxDiff(w, ref), 1e-5f) << name;
   std::lock_guard<std::mutex> lock(mu);  // every role has ended: nothing appends any more
@@ -90,6 +90,46 @@ TEST(TsEngineClusterTest, TheSlowDataCentreIsRelayedThroughItsNeighbour) {
   }
   EXPECT_GE(pushed, 12) << lines.back();
   EXPECT_GE(pulled, 12) << lines.back();
+}
+
+// The lines of `lines` whose server is `server`.
+int LinesOf(const std::vector<std::string>& lines, const std::string& server) {
+  int n = 0;
+  for (const std::string& line : lines) n += line.find("\"server\":\"" + server + "\"") != std::string::npos;
+  return n;
+}
+
+// Inside each data centre (accelerators.tsengine.tier: datacentre): the workers relay their gradients and the new
+// weights among themselves and the local server coordinates; the numbers are the single-process run's, and each
+// local server logs one overlay per round in which each of its two workers received the value once per slice.
+TEST(TsEngineClusterTest, TheWorkersOfADataCentreRelayAmongThemselves) {
+  Recipe r = cluster_testing::TwoByTwoRecipe("tsengine", 1);  // 16 rounds
+  r.topology.options.split_bytes = 256;                       // the 16x16 weight in two slices
+  r.accelerators.tsengine = true;
+  r.accelerators.tsengine_tier = "datacentre";
+  comm::LoopbackNetwork net;
+  const std::vector<std::string> lines = RunAndCollectOverlays(r, cluster_testing::LoopbackEnv(&net));
+  EXPECT_EQ(LinesOf(lines, "dc-a/server0"), 16);
+  EXPECT_EQ(LinesOf(lines, "dc-b/server0"), 16);
+  EXPECT_EQ(LinesOf(lines, "central/global-server0"), 0);  // the global tier is not relayed
+  const std::regex worker0("\"pull\":\\[[^\\]]*\"to\":\"dc-a/worker0\"");
+  for (const std::string& line : lines) {
+    if (line.find("dc-a/server0") != std::string::npos) EXPECT_TRUE(std::regex_search(line, worker0)) << line;
+  }
+}
+
+// Both tiers at once: the workers relay inside their data centres and the local servers between them; still the
+// single-process numbers, and overlays from the global servers and from every local server.
+TEST(TsEngineClusterTest, BothTiersCompose) {
+  Recipe r = ThreeDataCentres(1);  // 12 rounds
+  r.accelerators.tsengine_tier = "both";
+  comm::LoopbackNetwork net;
+  const std::vector<std::string> lines = RunAndCollectOverlays(r, cluster_testing::LoopbackEnv(&net));
+  EXPECT_EQ(LinesOf(lines, "central/global-server0"), 12);
+  EXPECT_EQ(LinesOf(lines, "central/global-server1"), 12);
+  for (const char* server : {"dc-a/server0", "dc-b/server0", "dc-c/server0"}) {
+    EXPECT_EQ(LinesOf(lines, server), 12) << server;
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/codec.h"
+#include "comm/handlers/request_checks.h"
 #include "comm/handlers/sync_aggregator.h"
 #include "comm/kv_link.h"
 #include "comm/kv_server.h"
@@ -262,6 +263,22 @@ TEST_F(TsRelayTest, RelayedPushesCountOncePerCoveredSender) {
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("relayed"), std::string::npos) << refused.ToString();
   server_.reset();
+}
+
+// A round whose value never comes (here the coordinator is gone: its messages are dropped) fails after the tier's
+// request timeout, naming the slice and its server, instead of leaving its caller waiting for ever.
+TEST_F(TsRelayTest, ARoundWhoseValueNeverComesFailsAfterTheRequestTimeout) {
+  tier_->server(0).UnregisterCustomer(kTsAppId);
+  const KeySlice& s = layout_.slices(2)[0];
+  std::promise<Status> answered;
+  relays_[0]->OnComplete(s.wire_key, 0, Bytes::CopyVector(std::vector<float>{1, 2, 3}), 1,
+                         [&answered](Status st, Bytes) { answered.set_value(st); });
+  auto f = answered.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(15)), std::future_status::ready);  // request timeout: 3 s
+  const Status st = f.get();
+  EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
+  EXPECT_NE(st.message().find("tsengine overlay"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find(KeyText(s.wire_key)), std::string::npos) << st.ToString();
 }
 
 }  // namespace
