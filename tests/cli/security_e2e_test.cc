@@ -39,6 +39,17 @@ std::string Recipe(const std::string& topology_extra = "") {
          "    - {name: dc-b, workers: 1}\n";
 }
 
+// `geomx train` of Recipe() into dir/run with encryption on and `flags`; its summary.json, once the run completed
+// (a test failure otherwise).
+std::string TrainEncrypted(const ScratchDir& dir, const std::string& flags) {
+  WriteFile(dir / "t.yaml", Recipe());
+  auto run = RunGeomx("train t.yaml --out run --set security.encryption=on " + flags, dir.path());
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const std::string s = ReadFile(dir / "run" / "summary.json");
+  EXPECT_EQ(JsonField(s, "status"), "\"completed\"") << s << "\n" << run.output;
+  return s;
+}
+
 const std::vector<std::string> kMembers = {"central/global-scheduler", "central/global-server0",
                                            "central/master-worker",    "dc-a/scheduler",
                                            "dc-a/server0",             "dc-a/worker0",
@@ -109,13 +120,8 @@ TEST(SecurityCliTest, OneHostRunWithEncryptionOnTrainsLikeWithout) {
 // processes of an encrypted one-host run send them and the run completes with the blocks counted per channel.
 TEST(SecurityCliTest, DgtDatagramsTravelSealedOverUdp) {
   ScratchDir dir;
-  WriteFile(dir / "t.yaml", Recipe());
-  auto run = RunGeomx("train t.yaml --out dgt --set security.encryption=on --set accelerators.dgt.enabled=true "
-                      "--set accelerators.dgt.block_bytes=16 --set accelerators.dgt.k=0.3",
-                      dir.path());
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  const std::string s = ReadFile(dir / "dgt" / "summary.json");
-  EXPECT_EQ(JsonField(s, "status"), "\"completed\"") << s;
+  const std::string s = TrainEncrypted(dir, "--set accelerators.dgt.enabled=true --set accelerators.dgt.block_bytes=16 "
+                                            "--set accelerators.dgt.k=0.3");
   EXPECT_GT(std::stod(JsonField(s, "dgt_blocks_0")), 0.0) << s;
   EXPECT_GT(std::stod(JsonField(s, "dgt_blocks_1")), 0.0) << s;  // datagrams were sent
   EXPECT_GT(std::stod(JsonField(s, "final_test_accuracy")), 0.5) << s;  // 3 classes: it learned
@@ -125,14 +131,9 @@ TEST(SecurityCliTest, DgtDatagramsTravelSealedOverUdp) {
 // handler like the main one) carrying 4-bit blocks; the encrypted run completes and learns.
 TEST(SecurityCliTest, DgtPriorityChannelsAreEncryptedConnectionsOfTheirOwn) {
   ScratchDir dir;
-  WriteFile(dir / "t.yaml", Recipe());
-  auto run = RunGeomx("train t.yaml --out dgt --set security.encryption=on --set accelerators.dgt.enabled=true "
-                      "--set accelerators.dgt.block_bytes=16 --set accelerators.dgt.k=0.3 "
-                      "--set accelerators.dgt.mode=tcp-priority-4bit --set accelerators.dgt.deadline=1s",
-                      dir.path());
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  const std::string s = ReadFile(dir / "dgt" / "summary.json");
-  EXPECT_EQ(JsonField(s, "status"), "\"completed\"") << s;
+  const std::string s = TrainEncrypted(dir, "--set accelerators.dgt.enabled=true --set accelerators.dgt.block_bytes=16 "
+                                            "--set accelerators.dgt.k=0.3 --set accelerators.dgt.deadline=1s "
+                                            "--set accelerators.dgt.mode=tcp-priority-4bit");
   EXPECT_GT(std::stod(JsonField(s, "dgt_blocks_1")), 0.0) << s;
   // Every channel block was at the global server when its round closed: the channel connections work (had they
   // not, every block would be counted here, each round after a 1 s wait).
@@ -145,18 +146,13 @@ TEST(SecurityCliTest, DgtPriorityChannelsAreEncryptedConnectionsOfTheirOwn) {
 // and learns, and overlays.jsonl holds each round's overlay from the global server and from both local servers.
 TEST(SecurityCliTest, TsEngineRelaysBetweenWorkersOverEncryptedConnections) {
   ScratchDir dir;
-  WriteFile(dir / "t.yaml", Recipe());
-  auto run = RunGeomx("train t.yaml --out ts --set security.encryption=on --set accelerators.tsengine.enabled=true "
-                      "--set accelerators.tsengine.tier=both --set accelerators.tsengine.max_greedy=0.5",
-                      dir.path());
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  const std::string s = ReadFile(dir / "ts" / "summary.json");
-  EXPECT_EQ(JsonField(s, "status"), "\"completed\"") << s;
+  const std::string s = TrainEncrypted(dir, "--set accelerators.tsengine.enabled=true --set accelerators.tsengine."
+                                            "tier=both --set accelerators.tsengine.max_greedy=0.5");
   EXPECT_GT(std::stod(JsonField(s, "final_test_accuracy")), 0.5) << s;  // 3 classes: it learned
   const int rounds = std::stoi(JsonField(s, "iterations"));
   std::map<std::string, int> lines;
   int dc_a_worker_to_worker = 0;
-  std::istringstream overlays(ReadFile(dir / "ts" / "overlays.jsonl"));
+  std::istringstream overlays(ReadFile(dir / "run" / "overlays.jsonl"));
   for (std::string line; std::getline(overlays, line);) {
     for (const char* server : {"central/global-server0", "dc-a/server0", "dc-b/server0"}) {
       lines[server] += Has(line, std::string("\"server\":\"") + server + "\"");
