@@ -14,6 +14,9 @@ namespace geomx::cli::recipe_testing {
 
 using Lines = std::vector<std::string>;
 
+// The smallest valid topology: one data centre, everything else default.
+inline constexpr char kTopologyBase[] = "topology:\n  datacentres:\n    - {name: dc-a}\n";
+
 // Parses `yaml` (named "r.yaml" in errors) with `overrides`; a failure is a test failure and yields a default Recipe.
 inline Recipe MustParse(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
   Result<Recipe> r = ParseRecipe(yaml, "r.yaml", overrides);
