@@ -114,7 +114,9 @@ TEST(TsEngineClusterTest, TheWorkersOfADataCentreRelayAmongThemselves) {
   EXPECT_EQ(LinesOf(lines, "central/global-server0"), 0);  // the global tier is not relayed
   const std::regex worker0("\"pull\":\\[[^\\]]*\"to\":\"dc-a/worker0\"");
   for (const std::string& line : lines) {
-    if (line.find("dc-a/server0") != std::string::npos) EXPECT_TRUE(std::regex_search(line, worker0)) << line;
+    if (line.find("dc-a/server0") != std::string::npos) {
+      EXPECT_TRUE(std::regex_search(line, worker0)) << line;
+    }
   }
 }
 
