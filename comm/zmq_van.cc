@@ -640,9 +640,12 @@ Status ZmqVan::Recv(Message* msg, int timeout_ms) {
   while (true) {
     long wait_ms = -1;
     if (timeout_ms >= 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      wait_ms = left > 0 ? static_cast<long>(left) : 0;
+      // Rounded up: truncated, the last fraction of a millisecond became zero-timeout polls in a busy loop (every
+      // idle receive thread and scheduler spun about a millisecond of every wait).
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
+      wait_ms = left > 0 ? static_cast<long>((left + 999) / 1000) : 0;
     }
+    polls_.fetch_add(1, std::memory_order_relaxed);
     zmq_pollitem_t items[3] = {{receiver_, 0, ZMQ_POLLIN, 0},
                                {nullptr, wake_pipe_[0], ZMQ_POLLIN, 0},
                                {nullptr, datagrams_ ? datagrams_->fd() : -1, ZMQ_POLLIN, 0}};

@@ -139,6 +139,8 @@ class ZmqVan : public Van {
   // The IP TOS of the socket that carries `channel` (0: Send's) to `node_id` (ZMQ_TOS), or -1 when there is no
   // such socket yet. For tests.
   int SocketTos(int node_id, int channel);
+  // The zmq_poll calls Recv has made. For tests: a Recv that times out waits in the kernel, it does not spin.
+  uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
 
  private:
   struct Peer;
@@ -158,6 +160,7 @@ class ZmqVan : public Van {
   ZmqContext* const context_;
   const ZmqVanOptions options_;
   std::atomic<bool> stopped_{false};
+  std::atomic<uint64_t> polls_{0};
   // Written by Stop() to wake a Recv blocked in zmq_poll: a plain pipe, so no extra zmq socket and no inproc
   // name to invent. [0] = read end (polled), [1] = write end.
   int wake_pipe_[2] = {-1, -1};
