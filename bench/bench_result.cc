@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "algorithms/train/target.h"
 #include "cli/json_writer.h"
 
 namespace geomx::bench {
@@ -94,7 +95,7 @@ void DeriveTargetFigures(RunResult* r) {
   r->lan_to_target.reset();
   if (r->target <= 0) return;
   for (const CurvePoint& p : r->curve) {
-    if (p.accuracy >= r->target) {
+    if (train::ReachesTarget(p.accuracy, r->target)) {
       r->time_to_target_s = p.time_s;
       if (r->wan_total) r->wan_to_target = p.wan_bytes;
       if (r->lan_total) r->lan_to_target = p.lan_bytes;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/train/grad_clip.h"
+#include "algorithms/train/target.h"
 #include "engine/autograd/functions.h"
 #include "engine/ops.h"
 
@@ -245,8 +246,9 @@ Status Trainer::EvaluateAndReport(TrainState* state, double now_s, bool full, in
     state->final_accuracy = ev.accuracy;
     state->final_test_loss = ev.loss;
   }
-  const float target = options_.training.target_accuracy;
-  if (target > 0 && state->time_to_target_s < 0 && ev.accuracy >= target) state->time_to_target_s = now_s;
+  if (state->time_to_target_s < 0 && ReachesTarget(ev.accuracy, options_.training.target_accuracy)) {
+    state->time_to_target_s = now_s;
+  }
   return listener_ ? listener_->OnEvaluation(row, *state) : Status::Ok();
 }
 

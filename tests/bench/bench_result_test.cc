@@ -35,6 +35,18 @@ TEST(BenchResult, TargetFiguresComeFromTheFirstEvaluationAtOrAboveTheTarget) {
   EXPECT_FALSE(never.wan_to_target);
 }
 
+// Regression: summary.json holds the recipe's float target (0.8500000238); an evaluation of exactly 0.85 reached it.
+TEST(BenchResult, AnEvaluationEqualToTheFloatTargetReachesIt) {
+  RunResult r;
+  r.target = static_cast<double>(0.85f);
+  r.curve = {{1.0, 50, 0.8495, 1e6, 0}, {2.0, 100, 0.85, 2e6, 0}, {3.0, 150, 0.86, 3e6, 0}};
+  r.wan_total = 3e6;
+  DeriveTargetFigures(&r);
+  ASSERT_TRUE(r.time_to_target_s);
+  EXPECT_DOUBLE_EQ(*r.time_to_target_s, 2.0);
+  EXPECT_DOUBLE_EQ(*r.wan_to_target, 2e6);
+}
+
 TEST(BenchResult, SpeedupAndByteReductionAgainstFlatPs) {
   std::vector<RunResult> runs = {
       MakeRun("flat-ps", {{100, 100, 0.80, 50e6, 0}, {400, 400, 0.86, 200e6, 0}}, 300e6, 600),

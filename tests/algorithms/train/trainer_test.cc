@@ -1,5 +1,6 @@
 // The training loop in process: learning happens, stop conditions, evaluation cadence, interruption.
 #include "algorithms/train/trainer.h"
+#include "algorithms/train/target.h"
 
 #include <atomic>
 #include <memory>
@@ -149,6 +150,18 @@ TEST(TrainerTest, TargetAccuracyRecordsTimeAndCanStop) {
   EXPECT_GE(s.time_to_target_s, 0.0);
   EXPECT_LT(s.epoch, 20);
   EXPECT_GE(s.final_accuracy, 0.6);
+}
+
+// Regression: the recipe's target is a float (0.85f is 0.8500000238) and an accuracy a fraction of examples; an
+// evaluation of exactly 1700 / 2000 compared in double missed a target of 0.85.
+TEST(TrainerTest, AnAccuracyEqualToTheTargetReachesIt) {
+  const float target = 0.85f;
+  EXPECT_LT(1700 / 2000.0, static_cast<double>(target));  // why the double comparison failed
+  EXPECT_TRUE(ReachesTarget(1700 / 2000.0, target));
+  EXPECT_FALSE(ReachesTarget(1699 / 2000.0, target));
+  EXPECT_TRUE(ReachesTarget(0.9, target));
+  EXPECT_TRUE(ReachesTarget(8500 / 10000.0, static_cast<double>(target)));  // as geomx bench reads it back
+  EXPECT_FALSE(ReachesTarget(1.0, 0.0));                                     // no target
 }
 
 }  // namespace
