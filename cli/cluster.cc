@@ -107,8 +107,33 @@ Status RunGlobalServer(const Recipe& recipe, int rank, const ClusterEnv& env) {
   return cluster::RunGlobalServer(c, rank, env);
 }
 
+namespace {
+
+// The initial value of every trainable parameter (key = its index), as the model built from recipe.seed has them.
+std::map<uint64_t, std::vector<float>> InitialValues(const RunSetup& setup) {
+  std::map<uint64_t, std::vector<float>> initial;
+  uint64_t key = 0;
+  for (nn::Parameter* p : setup.model->TrainableParameters()) initial[key++] = p->data().ToFloatVector();
+  return initial;
+}
+
+}  // namespace
+
 Status RunLocalServer(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env) {
   GEOMX_ASSIGN_OR_RETURN(cluster::ClusterConfig c, ClusterConfigOf(recipe));
+  // sync.initial_weights: seed: the master worker's initial weights, built here from recipe.seed (the model's
+  // shape comes from the data set, so the server opens it; where it cannot, the weights come over the WAN).
+  if (recipe.sync.initial_weights == "seed" && !recipe.has_algorithm) {
+    Result<RunSetup> setup = PrepareRun(recipe);
+    if (setup.ok()) {
+      const std::map<uint64_t, std::vector<float>> initial = InitialValues(*setup);
+      setup->model.reset();
+      setup->data = {};
+      return cluster::RunLocalServer(c, party, rank, env, &initial);
+    }
+    GEOMX_LOG(kWarning) << party << "/server" << rank << ": sync.initial_weights: seed: cannot build the model here ("
+                        << setup.status().ToString() << "): fetching the initial weights over the WAN";
+  }
   return cluster::RunLocalServer(c, party, rank, env);
 }
 
@@ -129,10 +154,7 @@ Status RunMasterWorker(const Recipe& recipe, const ClusterEnv& env) {
     GEOMX_LOG(kInfo) << "master worker: resuming the job at round " << *start << " from the snapshots in "
                      << env.snapshot_dir;
   }
-  std::map<uint64_t, std::vector<float>> initial;
-  uint64_t key = 0;
-  for (nn::Parameter* p : setup.model->TrainableParameters()) initial[key++] = p->data().ToFloatVector();
-  return cluster::RunMasterWorker(c, job, initial, env);
+  return cluster::RunMasterWorker(c, job, InitialValues(setup), env);
 }
 
 Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const ClusterEnv& env,

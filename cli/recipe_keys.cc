@@ -294,6 +294,15 @@ std::vector<RecipeKey> BuildTable() {
        .help = "hfa, diloco: local steps of every worker between two data-centre averages."},
       {.path = "sync.k2", .field = [](R r) -> F { return &r.sync.k2; }, .range = AtLeast(1),
        .help = "hfa, diloco: data-centre averages between two global synchronisations over the WAN."},
+      {.path = "sync.overlap", .field = [](R r) -> F { return &r.sync.overlap; }, .range = AtLeast(0),
+       .help = "hfa, diloco: data-centre averages a global synchronisation may take (at most sync.k2): the "
+       "workers train on meanwhile and its global model is folded in under their progress that many averages "
+       "later; 0 = they wait for it."},
+      {.path = "sync.initial_weights", .field = [](R r) -> F { return &r.sync.initial_weights; },
+       .allowed = {"transfer", "seed"}, .noun = "initial weights source",
+       .help = "hfa, diloco, esync: transfer = each local server fetches the initial weights over the WAN; seed = "
+       "it builds them from the recipe's seed (opening the data set for the model's shape) and uses them if "
+       "their digest equals the master worker's, else fetches them."},
       {.path = "sync.dcasgd.lambda", .field = [](R r) -> F { return &r.sync.dcasgd_lambda; }, .range = AtLeast(0),
        .help = "mixed: DC-ASGD delay compensation strength at the global server; 0 = off."},
       {.path = "sync.dcasgd.adaptive", .field = [](R r) -> F { return &r.sync.dcasgd_adaptive; },

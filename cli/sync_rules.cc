@@ -158,6 +158,19 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
     out->push_back({{"topology.max_restarts", "topology.snapshot_every"}, "topology.max_restarts",
                     "a restarted job continues from the servers' snapshots: set topology.snapshot_every too"});
   }
+  if (s.initial_weights == "seed" && (!traits.averages_models || recipe.has_algorithm)) {
+    out->push_back({{"sync.initial_weights", "sync.mode", "algorithm"}, "sync.initial_weights",
+                    "seed lets the local servers of a model-averaging mode (hfa, diloco, esync) start from weights "
+                    "they build themselves; " +
+                        (recipe.has_algorithm ? std::string("a classical algorithm has none")
+                                              : "with sync.mode: " + s.mode + " the workers pull the weights") +
+                        ": use transfer"});
+  }
+  if (s.overlap > 0 && !traits.overlaps_wan_sync) {
+    out->push_back({{"sync.overlap", "sync.mode"}, "sync.overlap",
+                    "sync.mode: " + s.mode + " has no global synchronisations for the workers to train through "
+                    "(hfa and diloco do): set sync.overlap to 0"});
+  }
   if (traits.averages_models && links.lan()) {
     out->push_back(
         {{"accelerators.links.worker_to_local", "accelerators.links.local_to_worker", "accelerators.compression"},

@@ -153,10 +153,28 @@ Status PushInitialValues(const ClusterConfig& c, const ps::JobDescription& job,
   return Status::Ok();
 }
 
+// The seed-built initial values a local server may use for `job`: `seed_initial` when it matches the master's
+// digest on a job that starts at round 0, else null (logged when the values were offered but do not match).
+const std::map<uint64_t, std::vector<float>>* UsableSeedInitial(
+    const std::string& name, const ps::JobDescription& job, const std::map<uint64_t, std::vector<float>>* seed_initial) {
+  if (seed_initial == nullptr || job.plan.start_round > 0) return nullptr;
+  const std::string own = ps::InitialValuesDigest(*seed_initial);
+  if (own == job.init_digest) {
+    GEOMX_LOG(kInfo) << name << ": initial weights built from the seed (digest " << own
+                     << ", as the master worker's): none fetched over the WAN";
+    return seed_initial;
+  }
+  GEOMX_LOG(kWarning) << name << ": initial weights built from the seed have digest " << own
+                      << ", the master worker's " << (job.init_digest.empty() ? "none" : job.init_digest)
+                      << " (a different recipe, seed or build?): fetching them over the WAN instead";
+  return nullptr;
+}
+
 // The local server's work once it joined the global tier: fetch the job, join its data centre's tier as the server,
 // serve until the end. Both tiers' failures are bridged.
 Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::SyncMode& mode,
-                       Postoffice& global_po, const RoleEnv& env) {
+                       Postoffice& global_po, const RoleEnv& env,
+                       const std::map<uint64_t, std::vector<float>>* seed_initial) {
   const comm::DataCentre& dc = c.topology.datacentres[dc_index];
   const std::string& party = dc.name;
   const std::string name = ServerName(party, rank);
@@ -187,6 +205,7 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
     args.dc_index = dc_index;
     args.workers = dc.workers;
     args.upper = upper_link.get();
+    args.initial = UsableSeedInitial(name, job, seed_initial);
     if (c.tsengine && c.tsengine->global_tier) {
       served.ts_member = std::make_unique<comm::TsMember>(upper_link.get(), LocalServerIds(c.topology));
       args.upward = served.ts_member.get();
@@ -346,7 +365,8 @@ Status RunGlobalServer(const ClusterConfig& c, int rank, const RoleEnv& env) {
   return LeaveOnError(po, done);
 }
 
-Status RunLocalServer(const ClusterConfig& c, const std::string& party, int rank, const RoleEnv& env) {
+Status RunLocalServer(const ClusterConfig& c, const std::string& party, int rank, const RoleEnv& env,
+                      const std::map<uint64_t, std::vector<float>>* seed_initial) {
   GEOMX_ASSIGN_OR_RETURN(std::unique_ptr<sync::SyncMode> mode, sync::CreateSyncMode(c.sync));
   GEOMX_ASSIGN_OR_RETURN(int dc_index, FindDataCentre(c.topology, party));
   const comm::DataCentre& dc = c.topology.datacentres[dc_index];
@@ -359,11 +379,13 @@ Status RunLocalServer(const ClusterConfig& c, const std::string& party, int rank
                                 party, ""},
                        global_van.get());
   GEOMX_RETURN_IF_ERROR(global_po.Start(env.node_bind(name + "@global", dc.host)));
-  return LeaveOnError(global_po, ServeDataCentre(c, dc_index, rank, *mode, global_po, env));
+  return LeaveOnError(global_po, ServeDataCentre(c, dc_index, rank, *mode, global_po, env, seed_initial));
 }
 
-Status RunMasterWorker(const ClusterConfig& c, const ps::JobDescription& job,
+Status RunMasterWorker(const ClusterConfig& c, const ps::JobDescription& job_in,
                        const std::map<uint64_t, std::vector<float>>& initial, const RoleEnv& env) {
+  ps::JobDescription job = job_in;
+  if (!initial.empty()) job.init_digest = ps::InitialValuesDigest(initial);
   const std::string name = std::string(kCentral) + "/master-worker";
   GEOMX_ASSIGN_OR_RETURN(KeyLayout layout, LayoutOf(c, job, c.topology.global_servers));
   auto van = env.make_van(name);

@@ -30,10 +30,15 @@ namespace geomx::cluster {
 Status RunGlobalScheduler(const ClusterConfig& config, const RoleEnv& env);
 Status RunScheduler(const ClusterConfig& config, const std::string& party, const RoleEnv& env);
 Status RunGlobalServer(const ClusterConfig& config, int rank, const RoleEnv& env);
-Status RunLocalServer(const ClusterConfig& config, const std::string& party, int rank, const RoleEnv& env);
+// `seed_initial` (sync.initial_weights: seed; may be null): the initial parameter values this process built from
+// the recipe's seed, as the master worker's `initial`. Used (LocalServerArgs::initial) when their digest equals
+// the job's (JobDescription::init_digest) on a job that starts at round 0; otherwise the server logs why and its
+// policy fetches the initial weights from the global tier as without them.
+Status RunLocalServer(const ClusterConfig& config, const std::string& party, int rank, const RoleEnv& env,
+                      const std::map<uint64_t, std::vector<float>>* seed_initial = nullptr);
 // `initial`: the first value of every key of the schema whose init is KeyInit::kFromMaster (dense keys: the key's
 // elements; row-sparse keys: the whole table, rows x row_width). kInvalidArgument naming a key that is missing
-// or has the wrong size, before anything is sent.
+// or has the wrong size, before anything is sent. The job sent carries their digest (JobDescription::init_digest).
 Status RunMasterWorker(const ClusterConfig& config, const ps::JobDescription& job,
                        const std::map<uint64_t, std::vector<float>>& initial, const RoleEnv& env);
 // The state server of the sync modes that have one (esync); kInvalidArgument "sync.mode: ..." for the others.

@@ -1,6 +1,7 @@
 #include "algorithms/ps/job.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "comm/codec.h"
@@ -76,6 +77,7 @@ std::string EncodeJob(const JobDescription& job) {
   f["schedule.min_lr"] = comm::NumberField(job.schedule.min_lr);
   f["schedule.warmup_iterations"] = std::to_string(job.schedule.warmup_iterations);
   f["rule"] = job.rule;
+  if (!job.init_digest.empty()) f["init_digest"] = job.init_digest;
   return comm::EncodeFields(f);
 }
 
@@ -109,7 +111,32 @@ Result<JobDescription> DecodeJob(const std::string& body) {
   job.schedule.warmup_iterations = static_cast<int>(std::min<int64_t>(v, INT32_MAX));
   GEOMX_RETURN_IF_ERROR(nn::ValidateLrScheduleConfig(job.schedule).WithContext("job"));
   job.rule = f["rule"];
+  job.init_digest = f["init_digest"];
+  if (!job.init_digest.empty() &&
+      (job.init_digest.size() != 16 || job.init_digest.find_first_not_of("0123456789abcdef") != std::string::npos)) {
+    return Status::InvalidArgument("job: init_digest must be 16 hex digits, got '" + job.init_digest.substr(0, 32) +
+                                   "'");
+  }
   return job;
+}
+
+std::string InitialValuesDigest(const std::map<uint64_t, std::vector<float>>& initial) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  auto mix = [&h](const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= p[i];
+      h *= 1099511628211ull;
+    }
+  };
+  for (const auto& [key, values] : initial) {
+    const uint64_t header[2] = {key, values.size()};
+    mix(header, sizeof(header));
+    mix(values.data(), values.size() * sizeof(float));
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 }  // namespace geomx::ps

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "algorithms/ps/key_schema.h"
 #include "engine/base/status.h"
@@ -37,7 +38,14 @@ struct JobDescription {
   nn::OptimizerConfig optimizer;     // the recipe's optimizer (server-side rule or the workers' own)
   nn::LrScheduleConfig schedule;     // its learning-rate schedule over plan.scheduled_rounds()
   std::string rule;                  // ps/global_rule.h registry name; "" = aggregates answered as they are
+  // InitialValuesDigest of the master worker's initial values ("" = not given): a local server that built the
+  // same values from the recipe's seed may answer its workers from them instead of fetching them over the WAN.
+  std::string init_digest;
 };
+
+// A 64-bit FNV-1a hash of every key's values (their float bits, keys in ascending order, each key's number and
+// length included), as 16 hex digits.
+std::string InitialValuesDigest(const std::map<uint64_t, std::vector<float>>& initial);
 
 // Control bodies (comm::EncodeFields maps with a "command" field).
 inline constexpr const char* kSetJobCommand = "set-job";

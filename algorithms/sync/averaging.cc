@@ -86,50 +86,49 @@ class AveragingGlobalServer final : public ServerPolicy {
 };
 
 // The local server's sink: the mean of its workers' models; every k2-th sync index the delta goes up.
+// With overlap D > 0 the WAN synchronisation of round r runs while the workers go on from the data-centre mean
+// m_r; at round r + D the global model it brings (milestone + update) replaces m_r under the workers' progress:
+// they get mean + (new milestone - m_r). A local average of round r + D that completes before the update waits.
 class AveragingLocalSink final : public comm::AggregateSink, public ps::ServerState {
  public:
-  AveragingLocalSink(comm::KvLink* upper, int k2, SyncObserver* observer)
-      : upper_(upper), k2_(k2), observer_(observer) {}
+  AveragingLocalSink(comm::KvLink* upper, int k2, int overlap, SyncObserver* observer, comm::KeyLayout layout,
+                     const std::map<uint64_t, std::vector<float>>* initial)
+      : upper_(upper), k2_(k2), overlap_(overlap), observer_(observer), layout_(std::move(layout)),
+        initial_(initial) {}
 
   void OnComplete(uint64_t wire_key, int64_t round, Bytes aggregate, int contributors,
                   comm::AggregateDone done) override {
     Result<std::vector<float>> mean = MeanOf(wire_key, aggregate, contributors, "workers' models");
     if (!mean.ok()) return done(mean.status(), Bytes());
     if (observer_) observer_->OnLocalAverage(wire_key, round);
-    if ((round + 1) % k2_ != 0) return done(Status::Ok(), Bytes::CopyVector(*mean));  // a data-centre average
-    const size_t n = mean->size();
-    std::vector<float> delta(n);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = milestone_.find(wire_key);
-      if (it == milestone_.end() || it->second.size() != n) {
-        return done(Status::FailedPrecondition(KeyName(wire_key) +
-                                               " has no milestone: the workers did not pull the initial weights"),
-                    Bytes());
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = pending_.find(wire_key);
+    if (it != pending_.end() && round >= it->second.apply_round) {
+      Pending& p = it->second;
+      if (!p.arrived) {  // completed by the update's arrival
+        p.waiting = Waiting{round, contributors, std::move(mean).value(), std::move(done)};
+        return;
       }
-      // Weighted by the workers it averages, so the global mean is over workers, not data centres.
-      for (size_t i = 0; i < n; ++i) delta[i] = ((*mean)[i] - it->second[i]) * static_cast<float>(contributors);
+      Status s = TakeUpdate(wire_key, &*mean);
+      lock.unlock();
+      if (!s.ok()) return done(s, Bytes());
+    } else {
+      lock.unlock();
     }
-    const int64_t wan_round = (round + 1) / k2_ - 1;
-    upper_->PushPullSlice(wire_key, delta, wan_round, contributors,
-                          [this, wire_key, n, done = std::move(done)](Status s, std::vector<float> update) {
-                            if (s.ok() && update.size() != n) {
-                              s = Status::DataLoss("not " + std::to_string(n) + " values");
-                            }
-                            if (!s.ok()) return done(s.WithContext("global sync of " + KeyName(wire_key)), Bytes());
-                            std::vector<float> model;
-                            {
-                              std::lock_guard<std::mutex> lock(mu_);
-                              std::vector<float>& m = milestone_[wire_key];
-                              for (size_t i = 0; i < n; ++i) m[i] += update[i];
-                              model = m;
-                            }
-                            done(Status::Ok(), Bytes::CopyVector(model));
-                          });
+    AfterCorrection(wire_key, round, contributors, std::move(mean).value(), std::move(done));
   }
 
-  // Initial weights: the global model (the master worker's init push), which is also the first milestone.
+  // Initial weights: the global model (the master worker's init push), which is also the first milestone; with
+  // sync.initial_weights: seed the same values built here (LocalServerArgs::initial), without the WAN.
   bool FetchInitial(uint64_t wire_key, comm::AggregateDone done) override {
+    if (std::optional<std::vector<float>> own = OwnInitial(wire_key)) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        milestone_[wire_key] = *own;
+      }
+      done(Status::Ok(), Bytes::CopyVector(*own));
+      return true;
+    }
     upper_->PullSlice(wire_key, comm::kInitRound,
                       [this, wire_key, done = std::move(done)](Status s, std::vector<float> w) {
                         if (!s.ok()) return done(s.WithContext("initial weights of " + KeyName(wire_key)), Bytes());
@@ -163,18 +162,132 @@ class AveragingLocalSink final : public comm::AggregateSink, public ps::ServerSt
   }
 
  private:
+  // The slice `wire_key` of the initial values built here, if there are some for it.
+  std::optional<std::vector<float>> OwnInitial(uint64_t wire_key) const {
+    if (initial_ == nullptr) return std::nullopt;
+    const comm::KeySlice* slice = layout_.FindWireKey(wire_key);
+    if (slice == nullptr) return std::nullopt;
+    auto it = initial_->find(slice->key);
+    if (it == initial_->end() || slice->offset + slice->length > it->second.size()) return std::nullopt;
+    const auto first = it->second.begin() + static_cast<std::ptrdiff_t>(slice->offset);
+    return std::vector<float>(first, first + static_cast<std::ptrdiff_t>(slice->length));
+  }
+
+  struct Waiting {  // a local average held until the WAN update it must include arrives
+    int64_t round;
+    int contributors;
+    std::vector<float> mean;
+    comm::AggregateDone done;
+  };
+  struct Pending {  // a WAN synchronisation whose update the workers have not received yet (overlap > 0)
+    int64_t apply_round;
+    std::vector<float> sent_mean;  // the data-centre mean it started from
+    bool arrived = false;
+    Status status;
+    std::vector<float> update;
+    std::optional<Waiting> waiting;
+  };
+
+  // Under mu_: folds the arrived update of `wire_key` into the milestone and into `mean` (mean += new milestone
+  // - sent mean), and forgets it; the update's error otherwise.
+  Status TakeUpdate(uint64_t wire_key, std::vector<float>* mean) {
+    auto it = pending_.find(wire_key);
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    if (!p.status.ok()) return p.status;
+    std::vector<float>& m = milestone_[wire_key];
+    if (m.size() != mean->size() || p.sent_mean.size() != mean->size()) {
+      return Status::Internal(KeyName(wire_key) + ": milestone and mean differ in length");
+    }
+    for (size_t i = 0; i < m.size(); ++i) {
+      m[i] += p.update[i];
+      (*mean)[i] += m[i] - p.sent_mean[i];
+    }
+    return Status::Ok();
+  }
+
+  // The rest of a local average of `round` once any due WAN update is in `mean`: answer it, after a WAN
+  // synchronisation on every k2-th round (at once with overlap, the workers going on from `mean`).
+  void AfterCorrection(uint64_t wire_key, int64_t round, int contributors, std::vector<float> mean,
+                       comm::AggregateDone done) {
+    if ((round + 1) % k2_ != 0) return done(Status::Ok(), Bytes::CopyVector(mean));  // a data-centre average
+    const size_t n = mean.size();
+    std::vector<float> delta(n);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = milestone_.find(wire_key);
+      if (it == milestone_.end() || it->second.size() != n) {
+        return done(Status::FailedPrecondition(KeyName(wire_key) +
+                                               " has no milestone: the workers did not pull the initial weights"),
+                    Bytes());
+      }
+      // Weighted by the workers it averages, so the global mean is over workers, not data centres.
+      for (size_t i = 0; i < n; ++i) delta[i] = (mean[i] - it->second[i]) * static_cast<float>(contributors);
+      if (overlap_ > 0) pending_[wire_key] = Pending{.apply_round = round + overlap_, .sent_mean = mean};
+    }
+    const int64_t wan_round = (round + 1) / k2_ - 1;
+    if (overlap_ > 0) {
+      upper_->PushPullSlice(wire_key, delta, wan_round, contributors,
+                            [this, wire_key, n](Status s, std::vector<float> update) {
+                              OnUpdate(wire_key, n, std::move(s), std::move(update));
+                            });
+      return done(Status::Ok(), Bytes::CopyVector(mean));
+    }
+    upper_->PushPullSlice(wire_key, delta, wan_round, contributors,
+                          [this, wire_key, n, done = std::move(done)](Status s, std::vector<float> update) {
+                            if (s.ok() && update.size() != n) {
+                              s = Status::DataLoss("not " + std::to_string(n) + " values");
+                            }
+                            if (!s.ok()) return done(s.WithContext("global sync of " + KeyName(wire_key)), Bytes());
+                            std::vector<float> model;
+                            {
+                              std::lock_guard<std::mutex> lock(mu_);
+                              std::vector<float>& m = milestone_[wire_key];
+                              for (size_t i = 0; i < n; ++i) m[i] += update[i];
+                              model = m;
+                            }
+                            done(Status::Ok(), Bytes::CopyVector(model));
+                          });
+  }
+
+  // An overlapped WAN synchronisation's answer: kept for its round, or handed to the local average waiting.
+  void OnUpdate(uint64_t wire_key, size_t n, Status s, std::vector<float> update) {
+    if (s.ok() && update.size() != n) s = Status::DataLoss("not " + std::to_string(n) + " values");
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = pending_.find(wire_key);
+    if (it == pending_.end()) return;  // cannot happen: one synchronisation per key in flight
+    Pending& p = it->second;
+    p.arrived = true;
+    p.status = s.ok() ? s : s.WithContext("global sync of " + KeyName(wire_key));
+    p.update = std::move(update);
+    if (!p.waiting) return;
+    Waiting w = std::move(*p.waiting);
+    Status taken = TakeUpdate(wire_key, &w.mean);
+    lock.unlock();
+    if (!taken.ok()) return w.done(taken, Bytes());
+    AfterCorrection(wire_key, w.round, w.contributors, std::move(w.mean), std::move(w.done));
+  }
+
   comm::KvLink* const upper_;
   const int k2_;
+  const int overlap_;  // local averages a WAN synchronisation may take (0: the workers wait for it)
   SyncObserver* const observer_;
+  const comm::KeyLayout layout_;
+  const std::map<uint64_t, std::vector<float>>* const initial_;  // by key; null: fetch the initial weights
   mutable std::mutex mu_;
   std::map<uint64_t, std::vector<float>> milestone_;  // GUARDED_BY(mu_): the last global model, per wire key
+  std::map<uint64_t, Pending> pending_;               // GUARDED_BY(mu_)
 };
 
 class AveragingLocalServer final : public ServerPolicy {
  public:
-  static Result<std::unique_ptr<ServerPolicy>> Create(const LocalServerArgs& args, int k2) {
+  static Result<std::unique_ptr<ServerPolicy>> Create(const LocalServerArgs& args, int k2, int overlap) {
     if (k2 < 1) return Status::InvalidArgument("sync.k2: must be >= 1, got " + std::to_string(k2));
-    auto p = std::unique_ptr<AveragingLocalServer>(new AveragingLocalServer(args.upper, k2, args.observer));
+    if (overlap < 0 || overlap > k2) {
+      return Status::InvalidArgument("sync.overlap: must be between 0 and sync.k2 (" + std::to_string(k2) +
+                                     "), got " + std::to_string(overlap));
+    }
+    auto p = std::unique_ptr<AveragingLocalServer>(new AveragingLocalServer(args, k2, overlap));
     GEOMX_ASSIGN_OR_RETURN(p->aggregator_,
                            comm::SyncAggregator::Create(args.layout, LocalAggregatorOptions(args), &p->sink_));
     return std::unique_ptr<ServerPolicy>(std::move(p));
@@ -183,7 +296,8 @@ class AveragingLocalServer final : public ServerPolicy {
   ps::ServerState* state() override { return &sink_; }
 
  private:
-  AveragingLocalServer(comm::KvLink* upper, int k2, SyncObserver* observer) : sink_(upper, k2, observer) {}
+  AveragingLocalServer(const LocalServerArgs& args, int k2, int overlap)
+      : sink_(args.upper, k2, overlap, args.observer, args.layout, args.initial) {}
   AveragingLocalSink sink_;
   std::unique_ptr<comm::SyncAggregator> aggregator_;
 };
@@ -276,8 +390,8 @@ Result<std::unique_ptr<ServerPolicy>> MakeAveragingGlobalServer(const ServerArgs
   return AveragingGlobalServer::Create(args, rule);
 }
 
-Result<std::unique_ptr<ServerPolicy>> MakeAveragingLocalServer(const LocalServerArgs& args, int k2) {
-  return AveragingLocalServer::Create(args, k2);
+Result<std::unique_ptr<ServerPolicy>> MakeAveragingLocalServer(const LocalServerArgs& args, int k2, int overlap) {
+  return AveragingLocalServer::Create(args, k2, overlap);
 }
 
 Status AveragingWorker::Apply(const std::vector<nn::Parameter*>& params, int64_t) {

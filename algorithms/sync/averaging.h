@@ -94,9 +94,13 @@ class OuterOptimizer final : public ps::ServerState {
   std::map<uint64_t, comm::CompressorState> residual_;    // GUARDED_BY(mu_)
 };
 
-// The policies of the averaging modes. `k2`: local averages per WAN sync (esync: 1).
+// The policies of the averaging modes. `k2`: local averages per WAN sync (esync: 1). `overlap` (sync.overlap,
+// 0..k2): local averages a WAN sync may take; 0 = the workers wait for the global model at every WAN sync.
+// With D > 0 the workers go on from the data-centre mean m_r of WAN sync round r, and the local average of round
+// r + D answers its mean + (global model of that sync - m_r): the global update lands D averages late, under the
+// workers' progress since (at most one WAN sync per key in flight: D <= k2).
 Result<std::unique_ptr<ServerPolicy>> MakeAveragingGlobalServer(const ServerArgs& args, const OuterRule& rule);
-Result<std::unique_ptr<ServerPolicy>> MakeAveragingLocalServer(const LocalServerArgs& args, int k2);
+Result<std::unique_ptr<ServerPolicy>> MakeAveragingLocalServer(const LocalServerArgs& args, int k2, int overlap = 0);
 
 // The worker side: local steps, then a parameter PushPull per round. Subclasses decide the steps of a round.
 // Reports its model after every sync to args.observer when it WantsWorkerModels().

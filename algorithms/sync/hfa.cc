@@ -1,5 +1,5 @@
 // sync.mode hfa and diloco: the averaging round of averaging.h with K1 local steps per round and K2 local
-// averages per WAN synchronisation.
+// averages per WAN synchronisation, each WAN synchronisation overlapping the next sync.overlap local averages.
 //   hfa     outer SGD with lr 1: the global model moves by the mean delta of all workers (HFA, GeoMX)
 //   diloco  outer Nesterov with sync.outer.lr and sync.outer.momentum on the pseudo-gradient -mean delta; the
 //           deltas go up exactly (none or fp16) and a sparsifying answer link gets the top-k of the outer update
@@ -14,6 +14,7 @@ namespace {
 struct HfaConfig {
   int k1 = 20;
   int k2 = 10;
+  int overlap = 0;
   OuterRule outer;
 };
 
@@ -36,7 +37,7 @@ class Hfa final : public SyncMode {
     return MakeAveragingGlobalServer(args, config_.outer);
   }
   Result<std::unique_ptr<ServerPolicy>> MakeLocalServer(const LocalServerArgs& args) const override {
-    return MakeAveragingLocalServer(args, config_.k2);
+    return MakeAveragingLocalServer(args, config_.k2, config_.overlap);
   }
   Result<std::unique_ptr<WorkerSync>> MakeWorker(const WorkerArgs& args) const override {
     return std::unique_ptr<WorkerSync>(new HfaWorker(args, config_.k1));
@@ -49,7 +50,11 @@ class Hfa final : public SyncMode {
 Result<HfaConfig> CountsOf(const SyncSettings& s) {
   if (s.k1 < 1) return Status::InvalidArgument("sync.k1: must be >= 1, got " + std::to_string(s.k1));
   if (s.k2 < 1) return Status::InvalidArgument("sync.k2: must be >= 1, got " + std::to_string(s.k2));
-  return HfaConfig{.k1 = s.k1, .k2 = s.k2};
+  if (s.overlap < 0 || s.overlap > s.k2) {
+    return Status::InvalidArgument("sync.overlap: must be between 0 and sync.k2 (" + std::to_string(s.k2) +
+                                   "), got " + std::to_string(s.overlap));
+  }
+  return HfaConfig{.k1 = s.k1, .k2 = s.k2, .overlap = s.overlap};
 }
 
 Result<std::unique_ptr<SyncMode>> CreateHfa(const SyncSettings& s) {
@@ -64,21 +69,31 @@ Result<std::unique_ptr<SyncMode>> CreateDiloco(const SyncSettings& s) {
   return std::unique_ptr<SyncMode>(new Hfa(c));
 }
 
-constexpr SyncModeTraits kAveraging{.averages_models = true, .steps_on_gradients = false};
+constexpr SyncModeTraits kAveraging{.averages_models = true, .steps_on_gradients = false, .overlaps_wan_sync = true};
+
+// sync.overlap beyond sync.k2 would put two WAN synchronisations of a key in flight.
+void OverlapRule(const SyncRuleInput& in, std::vector<RuleViolation>* out) {
+  const SyncSettings& s = *in.sync;
+  if (s.overlap <= s.k2) return;
+  out->push_back({{"sync.overlap", "sync.k2"}, "sync.overlap",
+                  "a global synchronisation may overlap at most the sync.k2 = " + std::to_string(s.k2) +
+                      " data-centre averages before the next one; got " + std::to_string(s.overlap)});
+}
 
 GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = "hfa",
     .help = "hierarchical frequency aggregation: K1 local steps, K2 data-centre averages per WAN sync",
     .traits = kAveraging,
     .create = CreateHfa,
-    .rules = [](const SyncRuleInput&, std::vector<RuleViolation>*) {}}));
+    .rules = OverlapRule}));
 
 GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = "diloco",
     .help = "hfa with an outer Nesterov optimizer on the averaged model delta (sync.outer.lr, momentum)",
-    .traits = {.averages_models = true, .steps_on_gradients = false, .exact_wan_push = true},
+    .traits = {.averages_models = true, .steps_on_gradients = false, .exact_wan_push = true,
+               .overlaps_wan_sync = true},
     .create = CreateDiloco,
-    .rules = [](const SyncRuleInput&, std::vector<RuleViolation>*) {}}));
+    .rules = OverlapRule}));
 
 }  // namespace
 }  // namespace geomx::sync

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -102,6 +103,10 @@ struct LocalServerArgs : ServerArgs {
   // TSEngine (modes with SyncModeTraits::overlay): the sums go to this sink (a comm::TsMember, which relays them)
   // instead of a ForwardSink on `upper`. Null: off.
   comm::AggregateSink* upward = nullptr;
+  // sync.initial_weights: seed: the job's initial parameter values by key, built from the recipe's seed in this
+  // process and equal to the master worker's (JobDescription::init_digest checked); a policy may answer its
+  // workers' initial pulls from them instead of fetching them from the global tier. Null: fetch. Borrowed.
+  const std::map<uint64_t, std::vector<float>>* initial = nullptr;
 };
 
 // The options of a local server's SyncAggregator: one push per worker of its data centre, the tier's codec, and
@@ -193,6 +198,9 @@ struct SyncModeTraits {
   // local servers can relay the sums and the value among themselves (TSEngine, comm/tsengine/ts_relay.h;
   // ServerArgs::overlay, LocalServerArgs::upward) (fsa).
   bool overlay = false;
+  // The local servers can let a WAN synchronisation overlap the next local averages (sync.overlap; averaging.h)
+  // (hfa, diloco).
+  bool overlaps_wan_sync = false;
 };
 
 // What a mode's recipe rules see (cli/ fills it from the recipe, sync_rules.cc).

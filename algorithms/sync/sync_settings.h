@@ -19,6 +19,10 @@ struct SyncSettings {
   float dcasgd_decay = 0.95f;      // adaptive DC-ASGD: decay of the mean square
   int k1 = 20;                     // hfa, diloco: local steps per data-centre average
   int k2 = 10;                     // hfa, diloco: data-centre averages per global synchronisation
+  int overlap = 0;                 // hfa, diloco: data-centre averages a global sync may take (0..k2; 0 = wait)
+  // hfa, diloco, esync: "transfer" (the local servers fetch the initial weights over the WAN) or "seed" (each
+  // builds them from the recipe's seed and checks them against the master's digest; transfer if they differ).
+  std::string initial_weights = "transfer";
   float outer_lr = 0.7f;           // diloco: outer learning rate (Nesterov)
   float outer_momentum = 0.9f;     // diloco: outer momentum
   int esync_max_local_steps = 16;  // esync: most local steps a worker takes in one round

@@ -105,8 +105,10 @@ inline ClusterEnv LoopbackEnv(comm::LoopbackNetwork* net) {
   return InProcessEnv("loop", [net](const std::string&) { return std::make_unique<comm::LoopbackVan>(net); });
 }
 
-// Every role of `r` as a thread of this process; see the contract at the top.
-inline void RunRoles(const Recipe& r, const ClusterEnv& env) {
+// Every role of `r` as a thread of this process; see the contract at the top. `server_recipe` (may be null): the
+// recipe the local servers run with instead of `r` (a data centre configured differently).
+inline void RunRoles(const Recipe& r, const ClusterEnv& env, const Recipe* server_recipe = nullptr) {
+  const Recipe& rs = server_recipe != nullptr ? *server_recipe : r;
   std::mutex mu;
   std::vector<std::thread> threads;
   std::vector<std::pair<std::string, Status>> results;
@@ -126,7 +128,7 @@ inline void RunRoles(const Recipe& r, const ClusterEnv& env) {
   for (const auto& dc : r.topology.datacentres) {
     const std::string p = dc.name;
     run(p + "/scheduler", [&, p] { return RunScheduler(r, p, env); });
-    for (int s = 0; s < dc.servers; ++s) run(p + "/server", [&, p, s] { return RunLocalServer(r, p, s, env); });
+    for (int s = 0; s < dc.servers; ++s) run(p + "/server", [&, p, s] { return RunLocalServer(rs, p, s, env); });
     for (int w = 0; w < dc.workers; ++w) run(p + "/worker", [&, p, w] { return RunWorker(r, p, w, env, nullptr); });
   }
   for (auto& t : threads) t.join();
@@ -134,14 +136,15 @@ inline void RunRoles(const Recipe& r, const ClusterEnv& env) {
 }
 
 // RunRoles; returns each worker's final weights by worker name.
-inline std::map<std::string, Weights> RunCluster(const Recipe& r, ClusterEnv env) {
+inline std::map<std::string, Weights> RunCluster(const Recipe& r, ClusterEnv env,
+                                                 const Recipe* server_recipe = nullptr) {
   std::mutex mu;
   std::map<std::string, Weights> finals;
   env.on_worker_done = [&](const std::string& name, nn::Module& model) {
     std::lock_guard<std::mutex> lock(mu);
     finals[name] = Snapshot(model);
   };
-  RunRoles(r, env);
+  RunRoles(r, env, server_recipe);
   return finals;
 }
 

@@ -47,6 +47,43 @@ TEST(RecipeTest, DgtKeysAndTheirRules) {
   }
 }
 
+// sync.overlap: hfa and diloco, at most sync.k2.
+TEST(RecipeTest, OverlapNeedsAWanSyncToOverlap) {
+  const std::string base = std::string(kTopologyBase) + "sync: {k1: 2, k2: 5, ";
+  EXPECT_EQ(MustParse(base + "mode: hfa, overlap: 5}\n").sync.overlap, 5);
+  EXPECT_EQ(MustParse(base + "mode: diloco, overlap: 1}\n").sync.overlap, 1);
+  EXPECT_EQ(MustParse(base + "mode: fsa}\n").sync.overlap, 0);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {base + "mode: hfa, overlap: 6}\n", "sync.overlap: a global synchronisation may overlap at most"},
+      {base + "mode: hfa, overlap: -1}\n", "sync.overlap"},
+      {base + "mode: fsa, overlap: 1}\n", "sync.overlap: sync.mode: fsa has no global synchronisations"},
+      {base + "mode: esync, overlap: 1}\n", "sync.overlap: sync.mode: esync"},
+  };
+  for (const auto& [text, message] : bad) {
+    Result<Recipe> r = ParseRecipe(text, "r.yaml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(message), std::string::npos) << text << "\n" << r.status().ToString();
+  }
+}
+
+// sync.initial_weights: seed only where local servers keep the models' starting point.
+TEST(RecipeTest, SeedInitialWeightsNeedAModelAveragingMode) {
+  const std::string base = std::string(kTopologyBase) + "sync: {initial_weights: seed, mode: ";
+  EXPECT_EQ(MustParse(base + "hfa}\n").sync.initial_weights, "seed");
+  MustParse(base + "diloco}\n");
+  MustParse(base + "esync}\n");
+  EXPECT_EQ(MustParse(std::string(kTopologyBase)).sync.initial_weights, "transfer");
+  for (const std::string mode : {"fsa", "mixed"}) {
+    Result<Recipe> r = ParseRecipe(base + mode + "}\n", "r.yaml");
+    ASSERT_FALSE(r.ok()) << mode;
+    EXPECT_NE(r.status().message().find("sync.initial_weights: seed lets the local servers"), std::string::npos)
+        << r.status().ToString();
+  }
+  Result<Recipe> bad = ParseRecipe(std::string(kTopologyBase) + "sync: {initial_weights: copy}\n", "r.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sync.initial_weights"), std::string::npos) << bad.status().ToString();
+}
+
 // accelerators.tsengine: its values and where it applies; every refusal names the key.
 TEST(RecipeTest, TsEngineKeysAndTheirRules) {
   const std::string base = std::string(kTopologyBase) + "    - {name: dc-b}\naccelerators:\n  tsengine: {enabled: true";

@@ -97,6 +97,8 @@ sync:
   mode: hfa
   k1: 5
   k2: 4
+  overlap: 2
+  initial_weights: seed
   outer: {lr: 0.5, momentum: 0.8}
   esync: {max_local_steps: 8, global_lr: 0.5}
 accelerators:
@@ -327,6 +329,7 @@ TEST(RecipeTest, EachKeySetsOnlyItsOwnField) {
     if (key.path == "data.name") companion = "data.path";
     if (key.path == "training.stop_at_target") companion = "training.target_accuracy";
     if (key.path == "data.score_within_classes") companion = "data.classes";
+    if (key.path == "sync.overlap" || key.path == "sync.initial_weights") companion = "sync.mode";  // hfa, ...
     // A sparse pull needs gradients, not weights, to come down.
     if (key.path == "accelerators.compression" || key.path == "accelerators.links.global_to_local") {
       companion = "optimizer.where";

@@ -2,6 +2,7 @@
 // text through the control channel and read back exactly; malformed or hostile input is refused with the reason.
 #include "algorithms/ps/key_schema.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,31 @@ TEST(JobDescriptionTest, RoundTripAndRefusals) {
   refused = DecodeJob(EncodeJob(bad));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("start_round 500"), std::string::npos) << refused.status().message();
+}
+
+// The initial values' digest: a 64-bit FNV-1a over each key's number and length (little-endian u64) and its
+// floats' bytes, keys ascending; the expected text was computed separately (Python's struct and the FNV
+// constants). It travels in the job; a job without one decodes to "", a malformed one is refused.
+TEST(JobDescriptionTest, InitialValuesDigest) {
+  const std::map<uint64_t, std::vector<float>> initial = {{3, {0.5f}}, {0, {1.0f, -2.0f}}};
+  EXPECT_EQ(InitialValuesDigest(initial), "c377755f47ff9399");
+  std::map<uint64_t, std::vector<float>> changed = initial;
+  changed[0][1] = -2.0000002f;  // one bit of one value
+  EXPECT_NE(InitialValuesDigest(changed), InitialValuesDigest(initial));
+  std::map<uint64_t, std::vector<float>> moved = {{1, {1.0f, -2.0f}}, {3, {0.5f}}};  // the same floats, another key
+  EXPECT_NE(InitialValuesDigest(moved), InitialValuesDigest(initial));
+
+  JobDescription job;
+  job.schema = Mixed();
+  EXPECT_EQ(DecodeJob(EncodeJob(job))->init_digest, "");
+  job.init_digest = InitialValuesDigest(initial);
+  EXPECT_EQ(DecodeJob(EncodeJob(job))->init_digest, "c377755f47ff9399");
+  for (const std::string bad : {"c377755f", "C377755F47FF9399", "c377755f47ff939z"}) {
+    job.init_digest = bad;
+    Result<JobDescription> refused = DecodeJob(EncodeJob(job));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("init_digest"), std::string::npos) << refused.status().message();
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@
 #include "algorithms/train/parameter_update.h"
 #include "algorithms/train/trainer.h"
 #include "cli/setup.h"
+#include "comm/loopback_van.h"
+#include "comm/network_shape.h"
+#include "comm/shaped_van.h"
+#include "comm/traffic.h"
 #include "datasets/loader.h"
 #include "nn/optim/optimizer.h"
 #include "tests/cli/cluster_test_util.h"
@@ -54,6 +59,9 @@ Weights Combine(const std::vector<const Weights*>& ws, const std::vector<double>
 //   LAN-only sync  the data centre's workers continue from a_d
 //   WAN sync       delta_d = (a_d - milestone) x 2 workers; milestone += (delta_a + delta_b) / 4 workers; every
 //                  worker continues from the milestone (the new global model)
+// With sync.overlap D > 0 a WAN sync at sync s leaves every worker at its data centre's average a_d(s); at sync
+// s + D each continues from a_d(s + D) + (the milestone of sync s - a_d(s)) instead, before that sync's own WAN
+// delta (when s + D is one too) is taken from it.
 std::vector<std::vector<Weights>> Replay(const Recipe& r) {
   constexpr int kWorkers = 4;
   std::vector<RunSetup> setups;
@@ -76,6 +84,11 @@ std::vector<std::vector<Weights>> Replay(const Recipe& r) {
   }
   const int64_t per_epoch = (setups[0].data.train->size() / kWorkers) / r.data.batch_size;
   Weights milestone = Snapshot(*setups[0].model);
+  struct Pending {  // an overlapped WAN sync: the sync that takes it, its global model, the averages it left
+    int64_t apply;
+    Weights global, sent_a, sent_b;
+  };
+  std::optional<Pending> pending;
   std::vector<std::vector<Weights>> expected;
   int64_t iteration = 0;
   for (int e = 0; e < r.training.epochs; ++e) {
@@ -91,18 +104,30 @@ std::vector<std::vector<Weights>> Replay(const Recipe& r) {
       const int64_t sync = (iteration + 1) / r.sync.k1 - 1;
       std::vector<Weights> models;
       for (int w = 0; w < kWorkers; ++w) models.push_back(Snapshot(*setups[w].model));
-      const Weights avg_a = Combine({&models[0], &models[1]}, {0.5, 0.5});
-      const Weights avg_b = Combine({&models[2], &models[3]}, {0.5, 0.5});
+      Weights avg_a = Combine({&models[0], &models[1]}, {0.5, 0.5});
+      Weights avg_b = Combine({&models[2], &models[3]}, {0.5, 0.5});
+      if (pending && pending->apply == sync) {  // the overlapped WAN sync's global model, under the progress since
+        avg_a = Combine({&avg_a, &pending->global, &pending->sent_a}, {1.0, 1.0, -1.0});
+        avg_b = Combine({&avg_b, &pending->global, &pending->sent_b}, {1.0, 1.0, -1.0});
+        milestone = pending->global;
+        pending.reset();
+      }
       std::vector<Weights> after = {avg_a, avg_a, avg_b, avg_b};
       if ((sync + 1) % r.sync.k2 == 0) {
+        Weights global = milestone;
         for (size_t p = 0; p < milestone.size(); ++p) {
           for (size_t j = 0; j < milestone[p].size(); ++j) {
             const double m = milestone[p][j];
             const double delta_a = 2.0 * (avg_a[p][j] - m), delta_b = 2.0 * (avg_b[p][j] - m);
-            milestone[p][j] = static_cast<float>(m + (delta_a + delta_b) / kWorkers);
+            global[p][j] = static_cast<float>(m + (delta_a + delta_b) / kWorkers);
           }
         }
-        after.assign(kWorkers, milestone);
+        if (r.sync.overlap == 0) {
+          milestone = global;
+          after.assign(kWorkers, milestone);
+        } else {
+          pending = Pending{sync + r.sync.overlap, global, avg_a, avg_b};
+        }
       }
       for (int w = 0; w < kWorkers; ++w) Load(*setups[w].model, after[w]);
       expected.push_back(after);
@@ -144,6 +169,65 @@ TEST(HfaExactTest, EveryWorkersModelIsTheTwoLevelAverageOfTheReplay) {
     EXPECT_LE(MaxDiff(w, expected[15][dc]), 1e-5f) << name;
   }
 }
+
+}  // namespace
+}  // namespace geomx::cli
+
+namespace geomx::cli {
+namespace {
+
+// sync.overlap: the same run with each WAN sync overlapping the next D local averages, D = 2 (the update lands
+// between two WAN syncs) and D = K2 = 3 (it lands on the next WAN sync, whose delta then starts from it). With
+// `wan_latency_s` > 0 the WAN is emulated that slow, so the local average that takes an update completes before
+// the update arrives and waits for it: the result must not depend on when it arrives.
+void ExpectOverlapMatchesTheReplay(int overlap, double wan_latency_s = 0) {
+  Recipe r = AveragingRecipe("hfa", 2);
+  r.model.hidden = {};
+  r.sync.k1 = 2;
+  r.sync.k2 = 3;
+  r.sync.overlap = overlap;
+  sync_testing::ModelRecorder rec;
+  comm::LoopbackNetwork net;
+  comm::TrafficCounters traffic;
+  comm::NetworkShape network;
+  network.wan = {.bandwidth_bps = 0, .latency_s = wan_latency_s};
+  ClusterEnv env = cluster_testing::InProcessEnv("loop", [&](const std::string& node) -> std::unique_ptr<comm::Van> {
+    if (wan_latency_s <= 0) return std::make_unique<comm::LoopbackVan>(&net);
+    comm::ShapedVanOptions shaping{.network = network, .self_party = comm::PartyOfNode(node), .seed = 7};
+    return std::make_unique<comm::ShapedVan>(std::make_unique<comm::LoopbackVan>(&net), shaping, &traffic);
+  });
+  env.observer = &rec;
+  const auto finals = RunCluster(r, env);
+  ASSERT_EQ(finals.size(), 4u);
+  EXPECT_EQ(rec.wan_syncs.load(), 5);
+  const std::vector<std::vector<Weights>> expected = Replay(r);
+  ASSERT_EQ(expected.size(), 16u);
+  ASSERT_EQ(rec.models.size(), expected.size());
+  Recipe waiting = r;
+  waiting.sync.overlap = 0;
+  const std::vector<std::vector<Weights>> without = Replay(waiting);
+  for (int64_t s = 0; s < 16; ++s) {
+    const auto& got = rec.models.at(s);
+    ASSERT_EQ(got.size(), 4u) << "sync " << s;
+    for (int w = 0; w < 4; ++w) {
+      EXPECT_LE(MaxDiff(got.at(w), expected[s][w]), 1e-5f) << "sync " << s << " worker " << w;
+    }
+  }
+  // Not vacuous: the data centres never share a model (each WAN sync's update lands under local progress), and
+  // the trajectory differs from the waiting one from the first WAN sync on.
+  for (int64_t s = 2; s < 16; ++s) {
+    EXPECT_GT(MaxDiff(expected[s][0], expected[s][2]), 1e-4f) << "sync " << s;
+    EXPECT_GT(MaxDiff(expected[s][0], without[s][0]), 1e-4f) << "sync " << s;
+  }
+  for (const auto& [name, w] : finals) {
+    const int dc = name.rfind("dc-a", 0) == 0 ? 0 : 2;
+    EXPECT_LE(MaxDiff(w, expected[15][dc]), 1e-5f) << name;
+  }
+}
+
+TEST(HfaExactTest, AnOverlappedWanSyncLandsTwoAveragesLater) { ExpectOverlapMatchesTheReplay(2); }
+TEST(HfaExactTest, AnOverlapOfK2AveragesLandsOnTheNextWanSync) { ExpectOverlapMatchesTheReplay(3); }
+TEST(HfaExactTest, AnOverlappedUpdateThatArrivesLateIsWaitedFor) { ExpectOverlapMatchesTheReplay(1, 0.03); }
 
 }  // namespace
 }  // namespace geomx::cli
