@@ -190,6 +190,7 @@ Status RunWorker(const Recipe& recipe, const std::string& party, int rank, const
   args.trainer.device = setup.device;
   args.trainer.evaluate = evaluator;
   args.trainer.scored_classes = train::ScoredClasses(recipe.data);
+  args.trainer.make_eval_model = EvalModelFactory(recipe, setup);
   args.interrupted = interrupted;
 
   std::optional<RunDir> run;

@@ -272,6 +272,10 @@ std::vector<RecipeKey> BuildTable() {
        .help = "Also evaluate every N iterations; 0 = at epoch ends only."},
       {.path = "training.eval_limit", .field = [](R r) -> F { return &r.training.eval_limit; }, .range = AtLeast(0),
        .help = "Intermediate evaluations use at most N test examples; 0 = all."},
+      {.path = "training.eval_async", .field = [](R r) -> F { return &r.training.eval_async; },
+       .help = "Intermediate evaluations (eval_every) run on a copy of the model on a thread of their own while "
+       "training goes on (CPU); each row keeps the time and iteration of its copy. Epoch-end and final "
+       "evaluations stay in line."},
       {.path = "training.target_accuracy", .field = [](R r) -> F { return &r.training.target_accuracy; },
        .range = Between(0, false, 1, false),
        .help = "Records the time to reach this test accuracy; 0 = none. Training continues."},

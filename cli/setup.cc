@@ -162,4 +162,15 @@ Result<RunSetup> PrepareRun(const Recipe& recipe, bool start_weights) {
   return s;
 }
 
+std::function<std::unique_ptr<nn::Module>()> EvalModelFactory(const Recipe& recipe, const RunSetup& setup) {
+  if (!recipe.training.eval_async) return nullptr;
+  return [config = setup.model_config, device = setup.device]() -> std::unique_ptr<nn::Module> {
+    Rng rng(0);  // the weights are overwritten by the copy
+    Result<std::unique_ptr<nn::Module>> model = nn::CreateModel(config, rng);
+    if (!model.ok()) return nullptr;
+    (*model)->To(device);
+    return std::move(model).value();
+  };
+}
+
 }  // namespace geomx::cli

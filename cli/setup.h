@@ -2,6 +2,7 @@
 // (with its input geometry taken from the data). Shared by `geomx train` and `geomx eval`.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "cli/recipe.h"
@@ -30,6 +31,10 @@ Status DataErrorInRecipeTerms(const Recipe& recipe, const Status& status);
 // model.init_from are loaded (the log lists the tensors that kept their fresh initialisation); eval and predict
 // pass false, as they load a checkpoint over every weight.
 Result<RunSetup> PrepareRun(const Recipe& recipe, bool start_weights = true);
+
+// training.eval_async: a factory of models of `setup`'s architecture on its device, for the trainer's evaluation
+// copy (train::TrainerOptions::make_eval_model); empty when the recipe evaluates in line.
+std::function<std::unique_ptr<nn::Module>()> EvalModelFactory(const Recipe& recipe, const RunSetup& setup);
 
 // Training only (not eval/predict): data.batch_size must not exceed the training examples of any worker, i.e. the
 // training set with one process, or the smallest share data.partition gives a worker of the recipe's topology.

@@ -241,6 +241,7 @@ Status RunTrainCommand(const TrainFlags& flags, const std::atomic<bool>* interru
   to.clip_norm = recipe.optimizer.clip_norm;
   to.device = setup.device;
   to.scored_classes = train::ScoredClasses(recipe.data);
+  to.make_eval_model = EvalModelFactory(recipe, setup);
   train::Trainer trainer(to, &model, optimizer.get(), &loader, setup.data.test.get(), &listener, interrupted);
 
   const int64_t num_params = model.NumParameters();

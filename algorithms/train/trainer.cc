@@ -222,34 +222,90 @@ Result<StepStats> Trainer::Step(const data::Batch& batch, int64_t round) {
                    options_.clip_norm);
 }
 
-Status Trainer::EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based) {
-  if (!options_.evaluate) return Status::Ok();
-  const EvalResult ev = Evaluate(*model_, *test_, options_.device, options_.eval_batch_size,
-                                 full ? 0 : options_.training.eval_limit, options_.scored_classes);
+MetricsRow Trainer::RowNow(const TrainState& state, double now_s, int epoch_1based) {
   MetricsRow row;
   row.time_s = now_s;
-  row.iteration = state->iteration;
+  row.iteration = state.iteration;
   row.epoch = epoch_1based;
   row.loss = window_steps_ > 0 ? window_loss_ / window_steps_ : 0;
   row.train_accuracy = window_examples_ > 0 ? static_cast<double>(window_correct_) / window_examples_ : 0;
-  row.test_loss = ev.loss;
-  row.test_accuracy = ev.accuracy;
-  row.test_examples = ev.examples;
   row.samples_per_second = window_train_s_ > 0 ? window_examples_ / window_train_s_ : 0;
   row.lr = optimizer_->lr();
   window_loss_ = 0;
   window_correct_ = window_examples_ = window_steps_ = 0;
   window_train_s_ = 0;
+  return row;
+}
 
+Status Trainer::Report(MetricsRow row, const EvalResult& ev, bool full, TrainState* state) {
+  row.test_loss = ev.loss;
+  row.test_accuracy = ev.accuracy;
+  row.test_examples = ev.examples;
   state->best_accuracy = std::max(state->best_accuracy, ev.accuracy);
   if (full || ev.examples == test_->size()) {
     state->final_accuracy = ev.accuracy;
     state->final_test_loss = ev.loss;
   }
   if (state->time_to_target_s < 0 && ReachesTarget(ev.accuracy, options_.training.target_accuracy)) {
-    state->time_to_target_s = now_s;
+    state->time_to_target_s = row.time_s;
   }
+  ++reports_;
   return listener_ ? listener_->OnEvaluation(row, *state) : Status::Ok();
+}
+
+Status Trainer::CollectEvaluation(TrainState* state, bool wait) {
+  if (!pending_eval_) return Status::Ok();
+  if (!wait && pending_eval_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return Status::Ok();
+  }
+  PendingEvaluation done = std::move(*pending_eval_);
+  pending_eval_.reset();
+  return Report(std::move(done.row), done.result.get(), /*full=*/false, state);
+}
+
+Result<bool> Trainer::StartAsyncEvaluation(const MetricsRow& row) {
+  if (!options_.make_eval_model || !options_.device.is_cpu()) return false;
+  if (!eval_model_) {
+    eval_model_ = options_.make_eval_model();
+    if (!eval_model_) return false;
+  }
+  // The parameters as the next step reads them (an overlapping update, P3, may still be writing them).
+  GEOMX_RETURN_IF_ERROR(update_->Flush());
+  const std::vector<nn::Parameter*> from = model_->Parameters(), to = eval_model_->Parameters();
+  const auto from_buffers = model_->Buffers(), to_buffers = eval_model_->Buffers();
+  bool same = from.size() == to.size() && from_buffers.size() == to_buffers.size();
+  for (size_t i = 0; same && i < from.size(); ++i) same = from[i]->data().shape() == to[i]->data().shape();
+  for (size_t i = 0; same && i < from_buffers.size(); ++i) {
+    same = from_buffers[i].second->shape() == to_buffers[i].second->shape();
+  }
+  if (!same) {  // a model the factory cannot rebuild (a transferred head, say): evaluate in line from now on
+    options_.make_eval_model = nullptr;
+    eval_model_.reset();
+    return false;
+  }
+  for (size_t i = 0; i < from.size(); ++i) Tensor(to[i]->data()).CopyFrom(from[i]->data());
+  for (size_t i = 0; i < from_buffers.size(); ++i) to_buffers[i].second->CopyFrom(*from_buffers[i].second);
+  nn::Module* copy = eval_model_.get();
+  const data::Dataset* test = test_;
+  const TrainerOptions& o = options_;
+  pending_eval_ = PendingEvaluation{row, std::async(std::launch::async, [copy, test, &o] {
+                                      return Evaluate(*copy, *test, o.device, o.eval_batch_size,
+                                                      o.training.eval_limit, o.scored_classes);
+                                    })};
+  return true;
+}
+
+Status Trainer::EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based) {
+  if (!options_.evaluate) return Status::Ok();
+  GEOMX_RETURN_IF_ERROR(CollectEvaluation(state, /*wait=*/true));  // rows are reported in order
+  MetricsRow row = RowNow(*state, now_s, epoch_1based);
+  if (!full) {
+    GEOMX_ASSIGN_OR_RETURN(const bool started, StartAsyncEvaluation(row));
+    if (started) return Status::Ok();
+  }
+  const EvalResult ev = Evaluate(*model_, *test_, options_.device, options_.eval_batch_size,
+                                 full ? 0 : options_.training.eval_limit, options_.scored_classes);
+  return Report(std::move(row), ev, full, state);
 }
 
 // The bookkeeping after one step: statistics, the progress report.
@@ -317,6 +373,8 @@ Status Trainer::RunEpoch(int epoch, TrainState* state, const std::function<doubl
     }
     Record(step, step_s, epoch, state);
     *evaluated = false;
+    const int64_t reports_before = reports_;
+    GEOMX_RETURN_IF_ERROR(CollectEvaluation(state, /*wait=*/false));
     if (update_->Finished()) {
       *reason = StopReason::kCompleted;
       *stop = true;
@@ -325,10 +383,10 @@ Status Trainer::RunEpoch(int epoch, TrainState* state, const std::function<doubl
       GEOMX_RETURN_IF_ERROR(EvaluateAndReport(state, now_s(), /*full=*/false, epoch + 1));
       // A limited evaluation does not give the final numbers: re-evaluate fully if training stops here.
       *evaluated = tc.eval_limit == 0 || tc.eval_limit >= test_->size();
-      if (tc.stop_at_target && state->time_to_target_s >= 0) {
-        *reason = StopReason::kTargetReached;
-        *stop = true;
-      }
+    }
+    if (tc.stop_at_target && reports_ > reports_before && state->time_to_target_s >= 0) {
+      *reason = StopReason::kTargetReached;
+      *stop = true;
     }
     if (tc.checkpoint_every > 0 && state->iteration % tc.checkpoint_every == 0 && listener_) {
       GEOMX_RETURN_IF_ERROR(Checkpoint(state, now_s()));
@@ -361,6 +419,8 @@ Result<StopReason> Trainer::Run(TrainState* state) {
       break;
     }
   }
+  // An asynchronous evaluation still running is reported before the final numbers.
+  GEOMX_RETURN_IF_ERROR(CollectEvaluation(state, /*wait=*/true));
   // Every answer of the last round is in the parameters before anyone reads them (checkpoint, caller).
   GEOMX_RETURN_IF_ERROR(update_->Flush());
   // Stopped mid-epoch (interrupt, max_iterations, target): make the final numbers and checkpoint current.

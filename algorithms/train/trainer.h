@@ -10,6 +10,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "algorithms/train/parameter_update.h"
@@ -100,6 +103,13 @@ struct TrainerOptions {
   bool evaluate = true;
   // The outputs test predictions are chosen among (ScoredClasses; empty = all). Training itself is unchanged.
   std::vector<int64_t> scored_classes;
+  // training.eval_async: the evaluations every eval_every iterations run on a copy of the model (parameters and
+  // buffers, taken after the ParameterUpdate is flushed) on a thread of their own while training goes on; the
+  // row keeps the time, iteration and training statistics of the copy and is reported at the first step after
+  // its result is ready (before the next evaluation starts and before the run ends, at the latest);
+  // stop_at_target stops there. Epoch-end and final evaluations stay in line. Needs this factory of a model of
+  // the same architecture on `device`, and a CPU device (in line otherwise).
+  std::function<std::unique_ptr<nn::Module>()> make_eval_model;
 };
 
 class Trainer {
@@ -122,6 +132,15 @@ class Trainer {
 
  private:
   Status EvaluateAndReport(TrainState* state, double now_s, bool full, int epoch_1based);
+  // The row of an evaluation at the current iteration, without its test figures; starts a new statistics window.
+  MetricsRow RowNow(const TrainState& state, double now_s, int epoch_1based);
+  // Fills the test figures of `row` from `ev`, updates `state` and tells the listener.
+  Status Report(MetricsRow row, const EvalResult& ev, bool full, TrainState* state);
+  // The asynchronous evaluation in flight, reported when it is ready (or waited for with `wait`).
+  Status CollectEvaluation(TrainState* state, bool wait);
+  // Starts an asynchronous evaluation of a copy of the model for `row`; false when it cannot (then evaluate in
+  // line).
+  Result<bool> StartAsyncEvaluation(const MetricsRow& row);
   Status RunEpoch(int epoch, TrainState* state, const std::function<double()>& now_s, bool* stop, StopReason* reason,
                   bool* evaluated);
   void Record(const StepStats& step, double step_s, int epoch, TrainState* state);
@@ -142,6 +161,16 @@ class Trainer {
   double window_loss_ = 0;
   int64_t window_correct_ = 0, window_examples_ = 0, window_steps_ = 0;
   double window_train_s_ = 0;
+
+  // training.eval_async: the copy the evaluation thread reads, and the evaluation in flight (declared after the
+  // copy, so destroying the Trainer waits for the thread before the copy goes).
+  std::unique_ptr<nn::Module> eval_model_;
+  struct PendingEvaluation {
+    MetricsRow row;
+    std::future<EvalResult> result;
+  };
+  std::optional<PendingEvaluation> pending_eval_;
+  int64_t reports_ = 0;  // evaluations reported so far (stop_at_target looks after each)
 };
 
 }  // namespace geomx::train

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -134,6 +135,30 @@ TEST(CliTest, TrainWritesRunFolderAndEvalAgrees) {
   auto ev = RunGeomx("eval run1 r.yaml --json", dir.path());
   ASSERT_EQ(ev.exit_code, 0) << ev.output;
   EXPECT_EQ(std::stod(Field(ev.output, "test_accuracy")), std::stod(Field(summary, "final_test_accuracy")));
+}
+
+// training.eval_async from a recipe: the metrics rows of `geomx train` hold the same test figures as with the
+// evaluations in line (the copy has the weights of its iteration), row for row.
+TEST(CliTest, AsynchronousEvaluationsWriteTheSameRows) {
+  ScratchDir dir;
+  WriteFile(dir / "r.yaml", kSmokeRecipe);
+  const std::string common = "train r.yaml --set training.eval_every=3 --set training.eval_limit=40 --out ";
+  auto in_line = RunGeomx(common + "in_line", dir.path());
+  ASSERT_EQ(in_line.exit_code, 0) << in_line.output;
+  auto async = RunGeomx(common + "async --set training.eval_async=true", dir.path());
+  ASSERT_EQ(async.exit_code, 0) << async.output;
+  std::istringstream a(ReadFile(dir / "in_line" / "metrics.jsonl")), b(ReadFile(dir / "async" / "metrics.jsonl"));
+  std::string la, lb;
+  size_t rows = 0;
+  while (std::getline(a, la)) {
+    ASSERT_TRUE(std::getline(b, lb)) << "row " << rows << " missing";
+    for (const char* k : {"iteration", "test_accuracy", "test_loss", "test_examples", "loss"}) {
+      EXPECT_EQ(Field(lb, k), Field(la, k)) << k << " of row " << rows;
+    }
+    ++rows;
+  }
+  EXPECT_FALSE(std::getline(b, lb)) << "an extra row: " << lb;
+  EXPECT_EQ(rows, 12u);  // 16 iterations per epoch: 3, 6, 9, 12, 15 and the epoch end, twice
 }
 
 TEST(CliTest, TrainWithGradientClippingCompletesAndRejectsANegativeThreshold) {

@@ -89,6 +89,7 @@ training:
   max_iterations: 5000
   eval_every: 250
   eval_limit: 1000
+  eval_async: true
   target_accuracy: 0.91
   stop_at_target: true
   checkpoint_every: 1000

@@ -3,7 +3,9 @@
 #include "algorithms/train/target.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -150,6 +152,77 @@ TEST(TrainerTest, TargetAccuracyRecordsTimeAndCanStop) {
   EXPECT_GE(s.time_to_target_s, 0.0);
   EXPECT_LT(s.epoch, 20);
   EXPECT_GE(s.final_accuracy, 0.6);
+}
+
+// A factory of the Fixture's architecture with other weights than any trained model (seed 99), as the
+// evaluation copy's.
+std::function<std::unique_ptr<nn::Module>()> FixtureModels(int* made) {
+  return [made]() -> std::unique_ptr<nn::Module> {
+    ++*made;
+    return Make(99).model;
+  };
+}
+
+// training.eval_async: the same rows as evaluating in line, value for value (the copy holds the weights of its
+// iteration, whatever training did since), in order, with the same final state; one copy for the whole run.
+TEST(TrainerTest, AsynchronousEvaluationsReportWhatInLineOnesDo) {
+  auto run = [](bool async, int* made) {
+    Fixture f = Make();
+    RecordingListener l;
+    TrainerOptions o = Options(3);
+    o.training.eval_every = 5;
+    o.training.eval_limit = 100;
+    if (async) o.make_eval_model = FixtureModels(made);
+    Trainer t(o, f.model.get(), f.opt.get(), f.loader.get(), f.splits.test.get(), &l, nullptr);
+    TrainState s;
+    auto r = t.Run(&s);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::make_pair(l.rows, s);
+  };
+  int made = 0;
+  const auto [in_line, s1] = run(false, &made);
+  EXPECT_EQ(made, 0);
+  const auto [async, s2] = run(true, &made);
+  EXPECT_EQ(made, 1);
+  ASSERT_EQ(in_line.size(), async.size());
+  ASSERT_EQ(in_line.size(), 12u);  // 5, 10, 15, 16 (epoch end) per epoch
+  for (size_t i = 0; i < in_line.size(); ++i) {
+    EXPECT_EQ(async[i].iteration, in_line[i].iteration) << i;
+    EXPECT_EQ(async[i].test_examples, in_line[i].test_examples) << i;
+    EXPECT_DOUBLE_EQ(async[i].test_accuracy, in_line[i].test_accuracy) << i;
+    EXPECT_DOUBLE_EQ(async[i].test_loss, in_line[i].test_loss) << i;
+    EXPECT_DOUBLE_EQ(async[i].loss, in_line[i].loss) << i;
+    if (i > 0) {
+      EXPECT_GE(async[i].time_s, async[i - 1].time_s) << i;
+    }
+  }
+  EXPECT_DOUBLE_EQ(s2.final_accuracy, s1.final_accuracy);
+  EXPECT_DOUBLE_EQ(s2.best_accuracy, s1.best_accuracy);
+  // Not vacuous: the evaluations changed during training, and the copy started from other weights.
+  EXPECT_NE(in_line.front().test_loss, in_line[2].test_loss);
+}
+
+TEST(TrainerTest, AsynchronousEvaluationsStopAtTheTarget) {
+  Fixture f = Make();
+  TrainerOptions o = Options(20);
+  o.training.eval_every = 4;
+  o.training.target_accuracy = 0.6f;
+  o.training.stop_at_target = true;
+  int made = 0;
+  o.make_eval_model = FixtureModels(&made);
+  RecordingListener l;
+  Trainer t(o, f.model.get(), f.opt.get(), f.loader.get(), f.splits.test.get(), &l, nullptr);
+  TrainState s;
+  auto r = t.Run(&s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, StopReason::kTargetReached);
+  ASSERT_GE(s.time_to_target_s, 0.0);
+  EXPECT_LT(s.epoch, 20);
+  // The target row is the first at or above it, and its time is the time of its copy.
+  size_t first = 0;
+  while (first < l.rows.size() && !ReachesTarget(l.rows[first].test_accuracy, 0.6f)) ++first;
+  ASSERT_LT(first, l.rows.size());
+  EXPECT_DOUBLE_EQ(s.time_to_target_s, l.rows[first].time_s);
 }
 
 // Regression: the recipe's target is a float (0.85f is 0.8500000238) and an accuracy a fraction of examples; an
