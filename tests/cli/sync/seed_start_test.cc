@@ -50,6 +50,7 @@ Recipe HfaRecipe(const std::string& initial_weights) {
   r.sync.k1 = 2;
   r.sync.k2 = 2;
   r.sync.initial_weights = initial_weights;
+  r.topology.options.heartbeat_interval_ms = 0;  // heartbeats cross the WAN as often as a run lasts: none here
   return r;
 }
 constexpr uint64_t kModelBytes = (16 * 64 + 64 + 64 * 4 + 4) * sizeof(float);
