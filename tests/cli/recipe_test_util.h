@@ -4,6 +4,7 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -34,6 +35,15 @@ inline Lines ErrorLines(const std::string& yaml, const std::vector<std::string>&
   std::istringstream in(r.status().message());
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
+}
+
+// Every recipe of `refused` (text, what its error must contain) is refused with that text in its message.
+inline void ExpectRefused(const std::vector<std::pair<std::string, std::string>>& refused) {
+  for (const auto& [text, expected] : refused) {
+    Result<Recipe> r = ParseRecipe(text, "r.yaml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(expected), std::string::npos) << text << "\n" << r.status().ToString();
+  }
 }
 
 }  // namespace geomx::cli::recipe_testing
