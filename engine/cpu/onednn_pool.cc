@@ -1,8 +1,11 @@
-// CpuBackend::Pool2dForward / Pool2dBackward on oneDNN pooling primitives, cached by shape.
+// CpuBackend::Pool2dForward / Pool2dBackward. Max pooling runs the plain loops of max_pool.h (its workspace: one
+// byte per output, the winner's offset in its window); average pooling, and max pooling with a window too large
+// for that workspace, run oneDNN pooling primitives, cached by shape.
 //
-// Max pooling runs forward_training so oneDNN records the arg-max positions in a workspace; the workspace is
-// handed to the caller as a u8 tensor (its bytes are oneDNN's business) and comes back to the backward untouched.
-// Average pooling excludes padding from the divisor (pooling_avg_exclude_padding) and needs no workspace.
+// On the oneDNN path max pooling runs forward_training so oneDNN records the arg-max positions in a workspace; the
+// workspace is handed to the caller as a u8 tensor (its bytes are oneDNN's business) and comes back to the
+// backward untouched. Average pooling excludes padding from the divisor (pooling_avg_exclude_padding) and needs no
+// workspace.
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -11,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/max_pool.h"
 #include "engine/cpu/onednn_context.h"
 
 namespace geomx {
@@ -49,9 +53,24 @@ struct PoolGeometry {
   }
 };
 
+cpu::PoolPlanes Planes(const Shape& x, const Shape& y) {
+  return {.planes = x[0] * x[1], .h = x[2], .w = x[3], .oh = y[2], .ow = y[3]};
+}
+
 }  // namespace
 
 Status CpuBackend::Pool2dForward(const Pool2dParams& p, const Tensor& x, Tensor* y, Tensor* workspace) {
+  if (cpu::MaxPoolDirectApplies(p)) {
+    uint8_t* argmax = nullptr;
+    if (workspace != nullptr) {
+      // Always a fresh tensor: the caller may still hold an earlier workspace for a pending backward.
+      *workspace = Tensor::Empty(Shape{y->numel()}, DType::kU8);
+      argmax = static_cast<uint8_t*>(workspace->raw_data());
+    }
+    cpu::MaxPoolForward(p, Planes(x.shape(), y->shape()), static_cast<const float*>(x.raw_data()),
+                        static_cast<float*>(y->raw_data()), argmax);
+    return Status::Ok();
+  }
   const PoolGeometry g(p, x.shape(), y->shape());
   GEOMX_ASSIGN_OR_RETURN(const OneDnnPrimitive* prim,
                          dnn_->GetOrCreate("Pool2dForward", g.Key(OneDnnOp::kPoolForward, p),
@@ -78,6 +97,17 @@ Status CpuBackend::Pool2dForward(const Pool2dParams& p, const Tensor& x, Tensor*
 Status CpuBackend::Pool2dBackward(const Pool2dParams& p, const Tensor& x, const Tensor& dy, const Tensor& workspace,
                                   Tensor* dx) {
   GEOMX_DCHECK(dx->shape() == x.shape());
+  if (cpu::MaxPoolDirectApplies(p)) {
+    if (!workspace.defined() || workspace.dtype() != DType::kU8 || workspace.numel() != dy.numel() ||
+        !workspace.device().is_cpu()) {
+      return Status::InvalidArgument("Pool2dBackward: max pooling needs the workspace from Pool2dForward (" +
+                                     std::to_string(dy.numel()) + " bytes), got " +
+                                     (workspace.defined() ? workspace.ToString() : std::string("none")));
+    }
+    cpu::MaxPoolBackward(p, Planes(x.shape(), dy.shape()), static_cast<const float*>(dy.raw_data()),
+                         static_cast<const uint8_t*>(workspace.raw_data()), static_cast<float*>(dx->raw_data()));
+    return Status::Ok();
+  }
   const PoolGeometry g(p, x.shape(), dy.shape());
   GEOMX_ASSIGN_OR_RETURN(
       const OneDnnPrimitive* prim, dnn_->GetOrCreate("Pool2dBackward", g.Key(OneDnnOp::kPoolBackward, p), [&] {

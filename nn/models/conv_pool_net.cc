@@ -25,9 +25,12 @@ class ConvPoolNet : public Module {
     fc3_ = RegisterModule("fc3", std::make_unique<Linear>(s.fc2, c.num_classes, rng, LinearOptions{.init = init}));
   }
 
+  // relu then max-pool, computed as max-pool then relu: the same function and the same gradients (relu does not
+  // change which input of a window is the largest, nor the first of equal ones, and a window whose largest input is
+  // not positive gives 0 and passes no gradient either way), with relu on a quarter of the values.
   autograd::Variable Forward(const autograd::Variable& x) override {
-    autograd::Variable h = pool_.Forward(relu_.Forward(conv1_->Forward(x)));
-    h = pool_.Forward(relu_.Forward(conv2_->Forward(h)));
+    autograd::Variable h = relu_.Forward(pool_.Forward(conv1_->Forward(x)));
+    h = relu_.Forward(pool_.Forward(conv2_->Forward(h)));
     h = flatten_.Forward(h);
     h = relu_.Forward(fc1_->Forward(h));
     h = relu_.Forward(fc2_->Forward(h));
