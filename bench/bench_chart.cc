@@ -207,7 +207,9 @@ Status DrawFrontierChart(const std::vector<TableRow>& rows, const std::string& t
   }
   DrawSeries(img, line, kGrey, 1, 0, /*dashed=*/true);
   int ly = T + 10;
-  img.Text("configuration (final accuracy, WAN bytes)", {L + pw + 15, ly}, 0.5, kBlack, 1);
+  img.Text("configuration", {L + pw + 15, ly}, 0.5, kBlack, 1);  // the title on two lines: one is wider than the
+  ly += 22;                                                        // legend column
+  img.Text("(final accuracy, WAN bytes)", {L + pw + 15, ly}, 0.45, kBlack, 1);
   ly += 10;
   for (size_t i = 0; i < rows.size(); ++i) {
     const TableRow& r = rows[i];

@@ -1,5 +1,8 @@
 #include "algorithms/train/trainer.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -263,6 +266,20 @@ Status Trainer::CollectEvaluation(TrainState* state, bool wait) {
   return Report(std::move(done.row), done.result.get(), /*full=*/false, state);
 }
 
+namespace {
+
+// The calling thread runs only on cores nothing else wants (Linux SCHED_IDLE): an asynchronous evaluation fills
+// the time the workers wait for the network instead of taking turns with training steps. It is never starved for
+// long: the next evaluation (or the end of the run) waits for it, and then it has the core to itself.
+void RunAtIdlePriority() {
+#if defined(SCHED_IDLE)
+  sched_param none{};
+  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);  // a hint: without it the evaluation still runs
+#endif
+}
+
+}  // namespace
+
 Result<bool> Trainer::StartAsyncEvaluation(const MetricsRow& row) {
   if (!options_.make_eval_model || !options_.device.is_cpu()) return false;
   if (!eval_model_) {
@@ -289,6 +306,7 @@ Result<bool> Trainer::StartAsyncEvaluation(const MetricsRow& row) {
   const data::Dataset* test = test_;
   const TrainerOptions& o = options_;
   pending_eval_ = PendingEvaluation{row, std::async(std::launch::async, [copy, test, &o] {
+                                      RunAtIdlePriority();
                                       return Evaluate(*copy, *test, o.device, o.eval_batch_size,
                                                       o.training.eval_limit, o.scored_classes);
                                     })};
