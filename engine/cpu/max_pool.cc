@@ -180,6 +180,14 @@ void GeneralBackward(const Pool2dParams& p, const PoolPlanes& g, int64_t plane, 
   }
 }
 
+// body(plane) for every plane, the planes split over the OpenMP pool (parallel_for.h).
+template <typename Body>
+void ForEachPlane(const PoolPlanes& g, const Body& body) {
+  ParallelFor(g.planes, g.h * g.w, [&](int64_t lo, int64_t hi) {
+    for (int64_t plane = lo; plane < hi; ++plane) body(plane);
+  });
+}
+
 }  // namespace
 
 bool MaxPoolDirectApplies(const Pool2dParams& p) {
@@ -188,30 +196,20 @@ bool MaxPoolDirectApplies(const Pool2dParams& p) {
 }
 
 void MaxPoolForward(const Pool2dParams& p, const PoolPlanes& g, const float* x, float* y, uint8_t* argmax) {
-  const bool two = IsTwoByTwo(p);
-  ParallelFor(g.planes, g.h * g.w, [&](int64_t lo, int64_t hi) {
-    for (int64_t plane = lo; plane < hi; ++plane) {
-      if (two) {
-        TwoByTwoForward(g, plane, x, y, argmax);
-      } else {
-        GeneralForward(p, g, plane, x, y, argmax);
-      }
-    }
-  });
+  if (IsTwoByTwo(p)) {
+    ForEachPlane(g, [&](int64_t plane) { TwoByTwoForward(g, plane, x, y, argmax); });
+  } else {
+    ForEachPlane(g, [&](int64_t plane) { GeneralForward(p, g, plane, x, y, argmax); });
+  }
 }
 
 void MaxPoolBackward(const Pool2dParams& p, const PoolPlanes& g, const float* dy, const uint8_t* argmax,
                      float* dx) {
-  const bool two = IsTwoByTwo(p);
-  ParallelFor(g.planes, g.h * g.w, [&](int64_t lo, int64_t hi) {
-    for (int64_t plane = lo; plane < hi; ++plane) {
-      if (two) {
-        TwoByTwoBackward(g, plane, dy, argmax, dx);
-      } else {
-        GeneralBackward(p, g, plane, dy, argmax, dx);
-      }
-    }
-  });
+  if (IsTwoByTwo(p)) {
+    ForEachPlane(g, [&](int64_t plane) { TwoByTwoBackward(g, plane, dy, argmax, dx); });
+  } else {
+    ForEachPlane(g, [&](int64_t plane) { GeneralBackward(p, g, plane, dy, argmax, dx); });
+  }
 }
 
 }  // namespace geomx::cpu
