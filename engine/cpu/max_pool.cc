@@ -64,8 +64,6 @@ inline void TwoByTwoLanesBack(const float* dy, const uint8_t* argmax, float* r0,
   _mm_storeu_ps(r1, _mm_unpacklo_ps(p2, p3));
   _mm_storeu_ps(r1 + 4, _mm_unpackhi_ps(p2, p3));
 }
-#else
-constexpr int64_t kLanes = 0;
 #endif
 
 void TwoByTwoForward(const PoolPlanes& g, int64_t plane, const float* x, float* y, uint8_t* argmax) {
