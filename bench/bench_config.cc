@@ -213,16 +213,18 @@ Result<BenchConfig> ResolveConfig(const std::string& spec_in, const Recipe& reci
     if (accs.count(k)) comp = k;
   }
   if (!comp.empty()) {
-    if (traits.averages_models && traits.exact_wan_push && comp != "fp16") {
-      // diloco: the outer momentum needs the exact mean delta; the answer is sparsified after the outer step.
+    if (traits.averages_models && traits.outer_momentum && comp != "fp16" && comp != "bsc" && comp != "mpq") {
+      // diloco with a quantiser: the outer momentum needs the exact mean delta; the answer is compressed after it.
+      // (bsc and mpq sparsify the push with the momentum in its error feedback, SparseLoCo: as hfa below.)
       c.sets.push_back("accelerators.links.local_to_global=fp16");
       c.sets.push_back("accelerators.links.global_to_local=" + comp);
-      c.description += ", fp16 deltas up, " + comp + " answers down (top-k after the outer step, error feedback at "
-                       "the global server)";
+      c.description += ", fp16 deltas up, " + comp + " answers down (compressed after the outer step, error "
+                       "feedback at the global server)";
     } else if (traits.averages_models) {
       c.sets.push_back("accelerators.links.local_to_global=" + comp);
       c.sets.push_back("accelerators.links.global_to_local=" + comp);
       c.description += ", " + comp + " on the WAN links";
+      if (traits.outer_momentum && comp != "fp16") c.description += " (SparseLoCo: the outer momentum in the push)";
     } else {
       c.sets.push_back("accelerators.compression=" + comp);
       c.description += ", " + comp + " compression";

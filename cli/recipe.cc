@@ -238,6 +238,7 @@ class RecipeReader {
     if (recipe_.has_algorithm) {
       CheckAlgorithm();
     } else {
+      ApplySyncDefaults(&recipe_, [this](const std::string& path) { return origins_.count(path) > 0; });
       auto has_error = [this](const std::string& path) { return bad_paths_.count(path) > 0; };
       for (const TopologyRuleViolation& v : CheckSyncRules(recipe_, has_error)) Error(OriginOf(v.at), v.path, v.message);
     }

@@ -314,9 +314,12 @@ std::vector<RecipeKey> BuildTable() {
       {.path = "sync.dcasgd.decay", .field = [](R r) -> F { return &r.sync.dcasgd_decay; },
        .range = kUnitOpenAbove, .help = "adaptive DC-ASGD: decay of the running mean square."},
       {.path = "sync.outer.lr", .field = [](R r) -> F { return &r.sync.outer_lr; }, .range = Above(0),
-       .help = "diloco: learning rate of the outer Nesterov step on the averaged model delta."},
+       .help = "diloco: learning rate of the outer step on the averaged model delta (Nesterov; SGD when the WAN "
+               "push sparsifies: SparseLoCo, whose default is 1)."},
       {.path = "sync.outer.momentum", .field = [](R r) -> F { return &r.sync.outer_momentum; },
-       .range = kUnitOpenAbove, .help = "diloco: momentum of the outer Nesterov step."},
+       .range = kUnitOpenAbove,
+       .help = "diloco: momentum of the outer Nesterov step; with a sparsifying WAN push (bsc, mpq) the decay of "
+               "the local servers' error feedback instead (SparseLoCo, default 0.95)."},
       {.path = "sync.esync.max_local_steps", .field = [](R r) -> F { return &r.sync.esync_max_local_steps; },
        .range = Between(1, false, 1000, false), .help = "esync: most local steps a worker takes in one round."},
       {.path = "sync.esync.global_lr", .field = [](R r) -> F { return &r.sync.esync_global_lr; },

@@ -210,29 +210,21 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
                           " times; set accelerators.bsc.momentum to 0 (the workers' optimizer keeps its momentum)"});
     }
   }
-  if (traits.exact_wan_push && sparse_wan_push) {
-    out->push_back({{"accelerators.links.local_to_global", "accelerators.compression"},
-                    "accelerators.links.local_to_global",
-                    "sync.mode: " + s.mode + " steps its outer optimizer (sync.outer.*) on the data centres' mean "
-                    "delta, which must arrive whole: top-k with error feedback before the outer momentum amplifies "
-                    "stale residual bursts about sync.outer.lr / (1 - sync.outer.momentum) times. Send the deltas as "
-                    "none or fp16 and sparsify the answer, which the global server compresses after the outer step "
-                    "with its own error feedback: accelerators.links: {local_to_global: fp16, global_to_local: " +
-                        std::string(comm::LinkSchemeName(links.local_to_global)) + "}"});
-  }
   // sign and int8 (LinkSchemeDef::feedback_answers) keep an error-feedback residual on every link they encode, so
-  // what they carry must be increments the receiver adds up: neither diloco's exact mean delta nor weights.
+  // what they carry must be increments the receiver adds up: not weights, and not diloco's delta before its momentum.
   auto feedback = [](comm::LinkScheme k) {
     const comm::LinkSchemeDef* d = comm::LinkSchemeOf(k);
     return d != nullptr && d->feedback_answers;
   };
-  if (traits.exact_wan_push && feedback(links.local_to_global)) {
+  if (traits.outer_momentum && feedback(links.local_to_global)) {
     out->push_back({{"accelerators.links.local_to_global", "accelerators.compression"},
                     "accelerators.links.local_to_global",
-                    "sync.mode: " + s.mode + " steps its outer optimizer on the data centres' exact mean delta; '" +
-                        comm::LinkSchemeName(links.local_to_global) + "' sends it with error feedback. Send the "
-                        "deltas as none or fp16 and compress the answer: accelerators.links: {local_to_global: fp16, "
-                        "global_to_local: " + comm::LinkSchemeName(links.local_to_global) + "}"});
+                    "sync.mode: " + s.mode + " steps its outer momentum on the data centres' mean delta; '" +
+                        comm::LinkSchemeName(links.local_to_global) + "' sends it with error feedback, whose held-back "
+                        "residual the momentum would amplify. Send the deltas as none or fp16 and compress the answer "
+                        "(accelerators.links: {local_to_global: fp16, global_to_local: " +
+                        comm::LinkSchemeName(links.local_to_global) + "}), or sparsify them with bsc, which moves the "
+                        "momentum into the push's error feedback (SparseLoCo)"});
   }
   if (traits.steps_on_gradients && recipe.optimizer_where == "global-server") {
     const std::pair<const char*, comm::LinkScheme> down[] = {{"global_to_local", links.global_to_local},
@@ -250,22 +242,41 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
 
 }  // namespace
 
+namespace {
+
+// What the modes' rules and defaults see of a recipe with a topology.
+sync::SyncRuleInput RuleInputOf(const Recipe& recipe, const comm::LinkSchemes& links) {
+  sync::SyncRuleInput in;
+  in.sync = &recipe.sync;
+  in.has_topology = true;
+  in.num_datacentres = static_cast<int>(recipe.topology.datacentres.size());
+  Result<sync::OptimizerPlacement> where = sync::ParseOptimizerPlacement(recipe.optimizer_where);
+  in.optimizer_where = where.ok() ? *where : sync::OptimizerPlacement::kGlobalServer;
+  in.links = links;
+  in.optimizer_name = recipe.optimizer.name;
+  in.optimizer_momentum = recipe.optimizer.momentum;
+  in.bsc_momentum = recipe.accelerators.bsc_momentum;
+  in.p3 = recipe.accelerators.p3;
+  return in;
+}
+
+}  // namespace
+
+void ApplySyncDefaults(Recipe* recipe, const std::function<bool(const std::string&)>& given) {
+  if (!recipe->has_topology) return;
+  const sync::SyncModeDef* def = sync::SyncModeRegistry::Find(recipe->sync.mode);
+  if (def == nullptr || !def->defaults) return;
+  sync::SyncSettings settings = recipe->sync;
+  def->defaults(RuleInputOf(*recipe, ResolveLinks(recipe->accelerators)), given, &settings);
+  recipe->sync = settings;
+}
+
 std::vector<TopologyRuleViolation> CheckSyncRules(const Recipe& recipe,
                                                   const std::function<bool(const std::string&)>& has_error) {
   const comm::LinkSchemes links = ResolveLinks(recipe.accelerators);
   std::vector<sync::RuleViolation> found;
   if (recipe.has_topology) {
-    sync::SyncRuleInput in;
-    in.sync = &recipe.sync;
-    in.has_topology = true;
-    in.num_datacentres = static_cast<int>(recipe.topology.datacentres.size());
-    Result<sync::OptimizerPlacement> where = sync::ParseOptimizerPlacement(recipe.optimizer_where);
-    in.optimizer_where = where.ok() ? *where : sync::OptimizerPlacement::kGlobalServer;
-    in.links = links;
-    in.optimizer_name = recipe.optimizer.name;
-    in.optimizer_momentum = recipe.optimizer.momentum;
-    in.bsc_momentum = recipe.accelerators.bsc_momentum;
-    in.p3 = recipe.accelerators.p3;
+    const sync::SyncRuleInput in = RuleInputOf(recipe, links);
     for (const sync::SyncModeDef* def : sync::SyncModeRegistry::All()) {
       if (def->rules) def->rules(in, &found);
     }

@@ -19,6 +19,10 @@ namespace geomx::cli {
 // comm::ResolveLinkSchemes). The recipe schema admits only valid names; anything else resolves to none.
 comm::LinkSchemes ResolveLinks(const AcceleratorsConfig& accelerators);
 
+// Fills the defaults of recipe->sync that depend on other keys (SyncModeDef::defaults of the recipe's mode);
+// `given(path)`: keys the recipe or a flag set. Nothing without a topology.
+void ApplySyncDefaults(Recipe* recipe, const std::function<bool(const std::string&)>& given);
+
 // `has_error(path)`: keys that already have an error (their rules are skipped).
 std::vector<TopologyRuleViolation> CheckSyncRules(const Recipe& recipe,
                                                   const std::function<bool(const std::string&)>& has_error);

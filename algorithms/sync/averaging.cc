@@ -66,7 +66,13 @@ class OuterSink final : public comm::AggregateSink {
 class AveragingGlobalServer final : public ServerPolicy {
  public:
   static Result<std::unique_ptr<ServerPolicy>> Create(const ServerArgs& args, const OuterRule& rule) {
-    GEOMX_ASSIGN_OR_RETURN(auto outer, OuterOptimizer::Create(rule, AnswerSparsifierOf(rule, args.codec)));
+    OuterRule outer_rule = rule;
+    if (MomentumInPush(rule, args.codec)) {  // SparseLoCo: the momentum is in the local servers' error feedback
+      outer_rule.momentum = 0.0f;
+      outer_rule.sparse_answer = false;
+    }
+    GEOMX_ASSIGN_OR_RETURN(auto outer,
+                           OuterOptimizer::Create(outer_rule, AnswerSparsifierOf(outer_rule, args.codec)));
     auto p = std::unique_ptr<AveragingGlobalServer>(new AveragingGlobalServer(std::move(outer), args.observer));
     comm::SyncAggregatorOptions opts;
     opts.expected_senders = static_cast<int>(args.job->datacentres.size());
@@ -304,12 +310,18 @@ class AveragingLocalServer final : public ServerPolicy {
 
 }  // namespace
 
+bool SparsifiesLargeSlices(const comm::LinkCodecConfig& link) {
+  return link.scheme == comm::LinkScheme::kBsc || (link.scheme == comm::LinkScheme::kMpq && link.wan);
+}
+
+bool MomentumInPush(const OuterRule& rule, const comm::TierCodec& tier) {
+  return rule.momentum_in_push && tier.compressed && SparsifiesLargeSlices(tier.push);
+}
+
 AnswerSparsifier AnswerSparsifierOf(const OuterRule& rule, const comm::TierCodec& tier) {
   AnswerSparsifier s;
   const comm::LinkCodecConfig& answer = tier.answer;
-  const bool sparse_link =
-      answer.scheme == comm::LinkScheme::kBsc || (answer.scheme == comm::LinkScheme::kMpq && answer.wan);
-  s.enabled = rule.sparse_answer && tier.compressed && sparse_link;
+  s.enabled = rule.sparse_answer && tier.compressed && SparsifiesLargeSlices(answer);
   s.size_lower_bound = answer.size_lower_bound;
   s.bsc = answer.bsc;
   s.bsc.momentum = 0.0f;  // error feedback only: the outer optimizer has the momentum

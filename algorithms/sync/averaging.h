@@ -11,11 +11,19 @@
 //               optimizer on the global model (pseudo-gradient = -mean delta); answers with the update
 //               (new global weights - old), which every local server adds to its milestone
 //
-// diloco's answer with a sparsifying global_to_local link (bsc, mpq's large slices): the outer step with
-// momentum moves every coordinate, so the global server compresses AFTER it with its own error feedback: the
-// answer is the top-k of (outer update + the global server's residual) and the rest stays in the residual
-// (AnswerSparsifier). The global model then equals every milestone + that residual. hfa and esync answer the
-// update whole: without momentum it has the support of the pushes (the union of the data centres' selections).
+// diloco's answer with a sparsifying global_to_local link (bsc, mpq's large slices) and exact pushes (none,
+// fp16): the outer step with momentum moves every coordinate, so the global server compresses AFTER it with its
+// own error feedback: the answer is the top-k of (outer update + the global server's residual) and the rest
+// stays in the residual (AnswerSparsifier). The global model then equals every milestone + that residual. hfa
+// and esync answer the update whole: without momentum it has the support of the pushes (the union of the data
+// centres' selections).
+//
+// diloco with a sparsifying local_to_global link (SparseLoCo, MomentumInPush): each local server's push encoder
+// keeps the error feedback e = momentum x e + delta and sends the top-k of e (bsc with residual_decay =
+// sync.outer.momentum, set by the mode's SyncMode::UpperCodec), so the decaying residual plays the outer
+// momentum, and the global server steps plain SGD at sync.outer.lr on the mean of the pushes, answering the
+// update whole (the union of the selections, as hfa). Slices sent whole (below the link's size_lower_bound)
+// have no residual, hence no momentum.
 //
 // hfa: K1 local steps, K2 local averages per WAN sync, outer SGD with lr 1 (w_g += mean delta). diloco: the same
 // with outer Nesterov (sync.outer.lr, sync.outer.momentum). esync: K2 = 1, outer SGD with lr
@@ -49,7 +57,17 @@ struct OuterRule {
   // Compress the answer after the outer step with the global server's error feedback when the global tier's
   // answer link sparsifies (diloco); false: the update is answered whole and the link encodes it (hfa, esync).
   bool sparse_answer = false;
+  // When the global tier's push sparsifies, the momentum moves into the push's error feedback and the global
+  // server steps plain SGD (diloco: SparseLoCo, MomentumInPush).
+  bool momentum_in_push = false;
 };
+
+// Whether `link` sends the slices of at least its size_lower_bound elements as a top-k with error feedback (bsc;
+// mpq on the WAN).
+bool SparsifiesLargeSlices(const comm::LinkCodecConfig& link);
+// Whether a global tier with `tier`'s codec runs `rule` as SparseLoCo: rule.momentum_in_push and a compressed
+// tier whose push sparsifies large slices.
+bool MomentumInPush(const OuterRule& rule, const comm::TierCodec& tier);
 
 // The global server's top-k of its answers: for a slice of at least `size_lower_bound` elements, the answer is the
 // k = max(1, floor(bsc.ratio x length)) entries of largest |update + residual| (bsc.selection: exact or sampled,

@@ -1,9 +1,12 @@
 // sync.mode hfa and diloco: the averaging round of averaging.h with K1 local steps per round and K2 local
 // averages per WAN synchronisation, each WAN synchronisation overlapping the next sync.overlap local averages.
 //   hfa     outer SGD with lr 1: the global model moves by the mean delta of all workers (HFA, GeoMX)
-//   diloco  outer Nesterov with sync.outer.lr and sync.outer.momentum on the pseudo-gradient -mean delta; the
-//           deltas go up exactly (none or fp16) and a sparsifying answer link gets the top-k of the outer update
-//           with the global server's error feedback (averaging.h)
+//   diloco  outer Nesterov with sync.outer.lr and sync.outer.momentum on the pseudo-gradient -mean delta. With
+//           exact deltas (none or fp16 up) a sparsifying answer link gets the top-k of the outer update with the
+//           global server's error feedback; with a sparsifying push (bsc, mpq) the momentum moves into the
+//           local servers' error feedback, which decays by sync.outer.momentum, and the global server steps
+//           those slices with SGD (SparseLoCo; both in averaging.h)
+#include <functional>
 #include <string>
 
 #include "algorithms/sync/averaging.h"
@@ -42,6 +45,12 @@ class Hfa final : public SyncMode {
   Result<std::unique_ptr<WorkerSync>> MakeWorker(const WorkerArgs& args) const override {
     return std::unique_ptr<WorkerSync>(new HfaWorker(args, config_.k1));
   }
+  // SparseLoCo: the error feedback of a sparsifying push decays by the outer momentum (averaging.h).
+  comm::TierCodec UpperCodec(const comm::TierCodec& planned) const override {
+    comm::TierCodec codec = planned;
+    if (MomentumInPush(config_.outer, planned)) codec.push.bsc.residual_decay = config_.outer.momentum;
+    return codec;
+  }
 
  private:
   const HfaConfig config_;
@@ -65,7 +74,8 @@ Result<std::unique_ptr<SyncMode>> CreateHfa(const SyncSettings& s) {
 
 Result<std::unique_ptr<SyncMode>> CreateDiloco(const SyncSettings& s) {
   GEOMX_ASSIGN_OR_RETURN(HfaConfig c, CountsOf(s));
-  c.outer = OuterRule{.lr = s.outer_lr, .momentum = s.outer_momentum, .sparse_answer = true};
+  c.outer = OuterRule{
+      .lr = s.outer_lr, .momentum = s.outer_momentum, .sparse_answer = true, .momentum_in_push = true};
   return std::unique_ptr<SyncMode>(new Hfa(c));
 }
 
@@ -87,13 +97,25 @@ GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .create = CreateHfa,
     .rules = OverlapRule}));
 
+// diloco with a sparsifying WAN push runs SparseLoCo (averaging.h): its outer step is plain SGD and the momentum
+// is the decay of the push's error feedback, so DiLoCo's dense defaults (lr 0.7, Nesterov 0.9) do not carry
+// over. Unless the recipe sets them: lr 1 (every selected value lands whole, as in hfa) and decay 0.95. On
+// GEO-2x2 (docs/synchronization.md) lr 0.7 / 0.9 ended 1.2 points below hfa+bsc, lr 1 / 0.95 level with it.
+void DilocoDefaults(const SyncRuleInput& in, const std::function<bool(const std::string&)>& given, SyncSettings* s) {
+  const comm::LinkScheme push = in.links.local_to_global;
+  if (push != comm::LinkScheme::kBsc && push != comm::LinkScheme::kMpq) return;
+  if (!given("sync.outer.lr")) s->outer_lr = 1.0f;
+  if (!given("sync.outer.momentum")) s->outer_momentum = 0.95f;
+}
+
 GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = "diloco",
     .help = "hfa with an outer Nesterov optimizer on the averaged model delta (sync.outer.lr, momentum)",
-    .traits = {.averages_models = true, .steps_on_gradients = false, .exact_wan_push = true,
+    .traits = {.averages_models = true, .steps_on_gradients = false, .outer_momentum = true,
                .overlaps_wan_sync = true},
     .create = CreateDiloco,
-    .rules = OverlapRule}));
+    .rules = OverlapRule,
+    .defaults = DilocoDefaults}));
 
 }  // namespace
 }  // namespace geomx::sync

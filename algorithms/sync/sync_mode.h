@@ -171,6 +171,10 @@ class SyncMode {
   virtual Result<std::unique_ptr<WorkerSync>> MakeWorker(const WorkerArgs& args) const = 0;
   // The central state-server process of the modes whose traits say so (esync); runs until every worker finished.
   virtual Status RunStateServer(const StateServerArgs& args) const;
+  // The global tier's codec the local servers push with (LocalServerArgs::upper): `planned` (the job's LinkPlan)
+  // unless the mode keeps its own state in that encoder (diloco with a sparsifying push: the error feedback
+  // decays by sync.outer.momentum, SparseLoCo, hfa.cc). Default: `planned`.
+  virtual comm::TierCodec UpperCodec(const comm::TierCodec& planned) const { return planned; }
 };
 
 // What other code may ask about a mode instead of comparing names.
@@ -180,10 +184,11 @@ struct SyncModeTraits {
   bool steps_on_gradients = true;   // an optimizer steps on the mean gradient every round (fsa, mixed)
   bool update_per_datacentre = false;  // one optimizer step per data centre per round (mixed)
   bool state_server = false;        // a central state-server process (esync)
-  // The global server steps an optimizer with momentum on the exact mean delta (diloco): the local -> global link
-  // must not sparsify (top-k with error feedback before momentum amplifies stale residual bursts); its answers
-  // are sparsified after the outer step instead (averaging.h).
-  bool exact_wan_push = false;
+  // The global server steps an optimizer with momentum on the mean delta (diloco): the local -> global link sends
+  // the deltas exactly (none, fp16), or sparsifies them with the momentum moved into its decaying error feedback
+  // (bsc, mpq: SparseLoCo, averaging.h); quantisers with plain error feedback (sign, int8, powersgd) are refused
+  // there, since a residual held back before the momentum comes back amplified.
+  bool outer_momentum = false;
   // A data centre's local server can go on without a lost worker, and a global server without a lost data centre
   // (ServerPolicy::RemoveSender): the round's mean is over the workers that pushed (fsa).
   bool survives_lost_workers = false;
@@ -233,6 +238,12 @@ struct SyncModeDef {
   // The mode's recipe rules. Called for EVERY recipe, whatever input.sync->mode is, so a mode can refuse its own
   // keys being set under another mode; rules that apply only to this mode check the mode first.
   std::function<void(const SyncRuleInput&, std::vector<RuleViolation>*)> rules;
+  // Defaults of the mode's keys that depend on other keys (diloco: SparseLoCo's outer lr and momentum when the
+  // WAN push sparsifies). Called once per recipe with a topology whose sync.mode is this mode, before the rules;
+  // `given(path)` is true for the keys the recipe file or a --set flag set, which it must leave alone. May be
+  // empty.
+  std::function<void(const SyncRuleInput&, const std::function<bool(const std::string&)>& given, SyncSettings*)>
+      defaults;
 };
 
 // The modes of this binary, by name. Registration happens during static initialisation only.

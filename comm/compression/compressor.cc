@@ -263,6 +263,9 @@ class BscCompressor final : public Compressor {
     GEOMX_RETURN_IF_ERROR(CheckState("bsc", g, state, mom));
     const uint64_t call = state.calls++;
     std::vector<float>& v = state.residual;
+    if (c_.residual_decay != 1.0f) {
+      for (uint64_t i = 0; i < n; ++i) v[i] *= c_.residual_decay;
+    }
     if (mom) {
       std::vector<float>& u = state.momentum;
       for (uint64_t i = 0; i < n; ++i) {
@@ -364,6 +367,9 @@ Result<std::unique_ptr<Compressor>> MakeBsc(const CompressorConfig& c) {
   }
   if (!(c.momentum >= 0.0f && c.momentum < 1.0f)) {
     return Status::InvalidArgument("bsc: momentum " + std::to_string(c.momentum) + " is not in [0, 1)");
+  }
+  if (!(c.residual_decay >= 0.0f && c.residual_decay <= 1.0f)) {
+    return Status::InvalidArgument("bsc: residual_decay " + std::to_string(c.residual_decay) + " is not in [0, 1]");
   }
   if (c.sampled && !(c.sample_fraction > 0.0f && c.sample_fraction <= 1.0f)) {
     return Status::InvalidArgument("bsc: sample_fraction " + std::to_string(c.sample_fraction) +

@@ -19,11 +19,12 @@
 //   "fp16"    kFp16
 //   "sparse"  lossless: every non-zero as (index, value); falls back to kRaw when that is smaller (used on pull
 //             links, where the value is a sum of sparse pushes: Bi-Sparse's "union of selections")
-//   "bsc"     Bi-Sparse push (DGC-style): u = m*u + g (momentum correction, m = config.momentum), v += u (or
-//             v += g when m == 0); keep k = max(1, floor(ratio*length)) entries of largest |v| (exact
+//   "bsc"     Bi-Sparse push (DGC-style): u = m*u + g (momentum correction, m = config.momentum), v = b*v + u
+//             (or v = b*v + g when m == 0; b = config.residual_decay, 1 but for diloco's SparseLoCo);
+//             keep k = max(1, floor(ratio*length)) entries of largest |v| (exact
 //             selection, or a threshold estimated from a fresh random sample: config.selection); send them as
 //             kSparse; zero them in v (and u): what was not sent stays in the residual v.
-//             Invariant (tested): sum of everything decoded + residual == sum of everything pushed (m == 0).
+//             Invariant (tested): sum of everything decoded + residual == sum of everything pushed (m == 0, b == 1).
 //   "sign"    EF-SignSGD (sign.h): v = value + residual; per block, mean |v| and the sign bits; residual = v - decoded
 //   "int8"    int8 with per-block scales max |v| / 127 (int8.h), optional stochastic rounding; error feedback
 //   "powersgd" rank-r factors P, Q of the slice as a matrix (powersgd.h), warm start, error feedback
@@ -51,6 +52,8 @@ inline constexpr size_t kFrameHeaderBytes = 16;  // magic, kind, 3 reserved byte
 struct CompressorConfig {
   float ratio = 0.01f;            // bsc: kept fraction, (0, 1)
   float momentum = 0.0f;          // bsc: momentum correction, [0, 1)
+  float residual_decay = 1.0f;    // bsc: the residual decays by this before each push is added, [0, 1]
+                                  // (1: plain error feedback; < 1: SparseLoCo's error feedback, diloco)
   bool sampled = false;           // bsc: threshold from a random sample instead of exact selection
   float sample_fraction = 0.005f; // bsc sampled: share of elements sampled (at least a few hundred are taken)
   uint64_t seed = 42;             // bsc sampled: mixed with the state's call counter: fresh randomness per call

@@ -246,8 +246,9 @@ TEST(BenchConfig, TsEngineGoesWithFsaOnly) {
 }
 
 // mixed's global server owns the weights (the optimizer steps there), so its sparse presets keep the optimizer
-// there and send the weights down dense; diloco's outer momentum needs the exact deltas, so they go up in FP16 and
-// the answers are sparsified.
+// there and send the weights down dense. diloco+bsc and diloco+mpq sparsify both WAN links (SparseLoCo: the
+// momentum in the push's error feedback, with its defaults lr 1 and decay 0.95); with a quantiser (sign, int8,
+// powersgd) diloco's deltas go up in FP16 and the answers are compressed.
 TEST(BenchConfig, SparsePresetsFollowWhatTheModeNeeds) {
   const std::string path = (testing::SourceDir() / "recipes" / "bench_geo2x2.yaml").string();
   auto base = cli::LoadRecipe(path);
@@ -268,10 +269,21 @@ TEST(BenchConfig, SparsePresetsFollowWhatTheModeNeeds) {
     ASSERT_TRUE(c.ok()) << scheme;
     auto r = cli::LoadRecipe(path, c->sets);
     ASSERT_TRUE(r.ok()) << scheme << ": " << r.status().ToString();
-    EXPECT_EQ(r->accelerators.local_to_global, "fp16") << scheme;
+    EXPECT_EQ(r->accelerators.local_to_global, scheme);
     EXPECT_EQ(r->accelerators.global_to_local, scheme);
+    EXPECT_FLOAT_EQ(r->sync.outer_lr, 1.0f) << scheme;
+    EXPECT_FLOAT_EQ(r->sync.outer_momentum, 0.95f) << scheme;
     EXPECT_FLOAT_EQ(r->accelerators.bsc_momentum, 0.0f) << scheme;  // no momentum correction of model deltas
     EXPECT_EQ(r->optimizer.name, "momentum") << scheme;              // the workers keep their optimizer
+  }
+  for (const char* scheme : {"sign", "int8", "powersgd"}) {
+    auto c = ResolveConfig(std::string("diloco+") + scheme, *base);
+    ASSERT_TRUE(c.ok()) << scheme;
+    auto r = cli::LoadRecipe(path, c->sets);
+    ASSERT_TRUE(r.ok()) << scheme << ": " << r.status().ToString();
+    EXPECT_EQ(r->accelerators.local_to_global, "fp16") << scheme;
+    EXPECT_EQ(r->accelerators.global_to_local, scheme);
+    EXPECT_FLOAT_EQ(r->sync.outer_lr, 0.7f) << scheme;  // DiLoCo's Nesterov defaults
   }
 }
 

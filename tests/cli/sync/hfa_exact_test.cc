@@ -2,6 +2,7 @@
 // against a replay done here: every worker's model after every sync must equal a two-level average computed in the
 // test from each worker's own local steps. The replay shares only the model's forward/backward and the SGD step
 // with the library (each worker trains its own copy on its own fixed batches); the averaging is written out here.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -53,6 +54,43 @@ Weights Combine(const std::vector<const Weights*>& ws, const std::vector<double>
   return out;
 }
 
+// SparseLoCo's push (diloco with accelerators.links.local_to_global: bsc), written out: per parameter of at least
+// `bound` elements, e = decay x e + delta (f32, as the local server's encoder rounds), the k = floor(ratio x n)
+// largest |e| are sent (ties: lowest index) and leave e; smaller parameters go whole.
+struct SparseLoCoReplay {
+  float decay, ratio;
+  size_t bound;
+  Weights e_a, e_b;  // the two local servers' error feedback
+
+  Weights Send(const Weights& delta, Weights* e) const {
+    Weights sent = delta;
+    if (e->empty()) {
+      *e = delta;
+      for (auto& p : *e) std::fill(p.begin(), p.end(), 0.0f);
+    }
+    for (size_t p = 0; p < delta.size(); ++p) {
+      const size_t n = delta[p].size();
+      if (n < bound) continue;
+      std::vector<float>& v = (*e)[p];
+      for (size_t j = 0; j < n; ++j) {
+        v[j] *= decay;
+        v[j] += delta[p][j];
+      }
+      std::vector<size_t> order(n);
+      for (size_t j = 0; j < n; ++j) order[j] = j;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return std::fabs(v[a]) > std::fabs(v[b]); });
+      std::fill(sent[p].begin(), sent[p].end(), 0.0f);
+      const size_t k = std::max<size_t>(1, static_cast<size_t>(ratio * static_cast<float>(n)));
+      for (size_t i = 0; i < k; ++i) {
+        sent[p][order[i]] = v[order[i]];
+        v[order[i]] = 0.0f;
+      }
+    }
+    return sent;
+  }
+};
+
 // The replay: each worker's model after every sync, expected[sync][worker] (workers over all data centres, dc-a's
 // two first), for hfa with K1 local steps per sync and a WAN sync every K2-th sync:
 //   every sync     the data centre's average a_d = (w_2d + w_2d+1) / 2
@@ -62,7 +100,9 @@ Weights Combine(const std::vector<const Weights*>& ws, const std::vector<double>
 // With sync.overlap D > 0 a WAN sync at sync s leaves every worker at its data centre's average a_d(s); at sync
 // s + D each continues from a_d(s + D) + (the milestone of sync s - a_d(s)) instead, before that sync's own WAN
 // delta (when s + D is one too) is taken from it.
-std::vector<std::vector<Weights>> Replay(const Recipe& r) {
+// With `sparse` (diloco with a bsc push, SparseLoCo): each data centre sends SparseLoCoReplay::Send(delta_d) and
+// milestone += sync.outer.lr x (sent_a + sent_b) / 4 workers.
+std::vector<std::vector<Weights>> Replay(const Recipe& r, std::optional<SparseLoCoReplay> sparse = std::nullopt) {
   constexpr int kWorkers = 4;
   std::vector<RunSetup> setups;
   std::vector<std::unique_ptr<nn::Optimizer>> optimizers;
@@ -113,7 +153,18 @@ std::vector<std::vector<Weights>> Replay(const Recipe& r) {
         pending.reset();
       }
       std::vector<Weights> after = {avg_a, avg_a, avg_b, avg_b};
-      if ((sync + 1) % r.sync.k2 == 0) {
+      if ((sync + 1) % r.sync.k2 == 0 && sparse) {
+        Weights delta_a = avg_a, delta_b = avg_b;
+        for (size_t p = 0; p < milestone.size(); ++p) {
+          for (size_t j = 0; j < milestone[p].size(); ++j) {
+            delta_a[p][j] = (avg_a[p][j] - milestone[p][j]) * 2.0f;
+            delta_b[p][j] = (avg_b[p][j] - milestone[p][j]) * 2.0f;
+          }
+        }
+        const Weights sent_a = sparse->Send(delta_a, &sparse->e_a), sent_b = sparse->Send(delta_b, &sparse->e_b);
+        milestone = Combine({&milestone, &sent_a, &sent_b}, {1.0, r.sync.outer_lr / 4.0, r.sync.outer_lr / 4.0});
+        after.assign(kWorkers, milestone);
+      } else if ((sync + 1) % r.sync.k2 == 0) {
         Weights global = milestone;
         for (size_t p = 0; p < milestone.size(); ++p) {
           for (size_t j = 0; j < milestone[p].size(); ++j) {
@@ -228,6 +279,63 @@ void ExpectOverlapMatchesTheReplay(int overlap, double wan_latency_s = 0) {
 TEST(HfaExactTest, AnOverlappedWanSyncLandsTwoAveragesLater) { ExpectOverlapMatchesTheReplay(2); }
 TEST(HfaExactTest, AnOverlapOfK2AveragesLandsOnTheNextWanSync) { ExpectOverlapMatchesTheReplay(3); }
 TEST(HfaExactTest, AnOverlappedUpdateThatArrivesLateIsWaitedFor) { ExpectOverlapMatchesTheReplay(1, 0.03); }
+
+}  // namespace
+}  // namespace geomx::cli
+
+namespace geomx::cli {
+namespace {
+
+// diloco with a bsc push runs SparseLoCo (algorithms/sync/averaging.h): the local servers' error feedback decays
+// by sync.outer.momentum and the global server steps plain SGD at sync.outer.lr on the mean of the sparse pushes.
+// K1 = 2, K2 = 3 as above; the 64 weights are sparsified (k = 6), the 4 biases go whole. Every worker's model
+// after every sync must equal the replay's, which writes the decaying top-k out.
+TEST(HfaExactTest, DilocoWithASparsePushIsSparseLoCo) {
+  using cluster_testing::InitialWeights;
+  Recipe r = AveragingRecipe("diloco", 2);
+  r.model.hidden = {};
+  r.sync.k1 = 2;
+  r.sync.k2 = 3;
+  r.sync.outer_lr = 0.8f;
+  r.sync.outer_momentum = 0.5f;
+  r.accelerators.local_to_global = "bsc";
+  r.accelerators.global_to_local = "bsc";
+  r.accelerators.bsc_ratio = 0.1f;
+  r.accelerators.size_lower_bound = 16;
+  sync_testing::ModelRecorder rec;
+  const auto finals = RunCluster(r, &rec);
+  ASSERT_EQ(finals.size(), 4u);
+  const SparseLoCoReplay sparse{.decay = 0.5f, .ratio = 0.1f, .bound = 16};
+  const std::vector<std::vector<Weights>> expected = Replay(r, sparse);
+  ASSERT_EQ(expected.size(), 16u);
+  ASSERT_EQ(rec.models.size(), expected.size());
+  for (int64_t s = 0; s < 16; ++s) {
+    for (int w = 0; w < 4; ++w) {
+      EXPECT_LE(MaxDiff(rec.models.at(s).at(w), expected[s][w]), 1e-5f) << "sync " << s << " worker " << w;
+    }
+  }
+  // Not vacuous: the global model moves in at most 2k = 12 of the 64 weights per WAN sync, and the decay matters
+  // (plain error feedback, decay 1, gives other models).
+  Weights before = InitialWeights(r);
+  for (int64_t s = 2; s < 16; s += 3) {
+    const Weights& global = expected[s][0];
+    size_t big = 0;
+    for (size_t p = 0; p < global.size(); ++p) big = global[p].size() > global[big].size() ? p : big;
+    ASSERT_EQ(global[big].size(), 64u);
+    size_t changed = 0;
+    for (size_t j = 0; j < 64; ++j) changed += global[big][j] != before[big][j] ? 1 : 0;
+    EXPECT_GT(changed, 0u) << "WAN sync " << s;
+    EXPECT_LE(changed, 12u) << "WAN sync " << s;
+    before = global;
+  }
+  SparseLoCoReplay plain = sparse;
+  plain.decay = 1.0f;
+  EXPECT_GT(MaxDiff(Replay(r, plain)[15][0], expected[15][0]), 1e-4f);
+  for (const auto& [name, w] : finals) {
+    const int dc = name.rfind("dc-a", 0) == 0 ? 0 : 2;
+    EXPECT_LE(MaxDiff(w, expected[15][dc]), 1e-5f) << name;
+  }
+}
 
 }  // namespace
 }  // namespace geomx::cli

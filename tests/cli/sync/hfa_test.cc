@@ -100,7 +100,8 @@ double WorstChangedOverK(const Recipe& r, const Weights& a, const Weights& b, ui
 // workers of a data centre hold the same model bit for bit, and after every WAN sync all four do. With a bsc
 // answer link, consecutive global models differ in at most the answer's non-zeros per sparsified slice: hfa's
 // answer is the union of the 2 data centres' top-k (<= 2k), diloco's the global server's own top-k after its
-// outer step (<= k; an answer of the whole Nesterov update would change every coordinate). The final test loss
+// outer step (<= k; an answer of the whole Nesterov update would change every coordinate), and diloco with a bsc
+// push (SparseLoCo: outer SGD on the sparse pushes) the union again (<= 2k). The final test loss
 // is below the initial one by at least a share of what the same job gains dense (measured, deterministic runs:
 // fp16 ends on the dense loss, hfa+bsc within 1 % of its decrease, diloco with a sparse answer within 4 %).
 struct WanCase {
@@ -125,6 +126,10 @@ TEST_P(CompressedWanTest, ReplicasStayInStepAndTheAnswersStaySparse) {
   r.accelerators.global_to_local = c.down;
   r.accelerators.bsc_ratio = 0.1f;
   r.accelerators.size_lower_bound = 16;  // sparsify the MLP's slices too
+  if (std::string(c.mode) == "diloco" && std::string(c.up) == "bsc") {  // SparseLoCo's recipe defaults
+    r.sync.outer_lr = 1.0f;
+    r.sync.outer_momentum = 0.95f;
+  }
   sync_testing::ModelRecorder rec;
   const auto finals = RunCluster(r, &rec);
   ASSERT_EQ(finals.size(), 4u);
@@ -156,7 +161,8 @@ INSTANTIATE_TEST_SUITE_P(Links, CompressedWanTest,
                          ::testing::Values(WanCase{"hfa", "bsc", "bsc", 2.0, 0.8},
                                            WanCase{"hfa", "fp16", "fp16", 0, 0.95},
                                            WanCase{"diloco", "fp16", "bsc", 1.0, 0.8},
-                                           WanCase{"diloco", "none", "mpq", 1.0, 0.8}),
+                                           WanCase{"diloco", "none", "mpq", 1.0, 0.8},
+                                           WanCase{"diloco", "bsc", "bsc", 2.0, 0.8}),
                          [](const auto& info) {
                            return std::string(info.param.mode) + "_" + info.param.up + "_" + info.param.down;
                          });
@@ -233,16 +239,19 @@ TEST(AveragingRulesTest, AcceleratorsTheModesCannotUseAreRefused) {
         << v[0];
     Recipe wan = r;
     wan.accelerators.compression = "bsc";  // only the WAN links: the deltas are compressed at the local servers
-    v = violations(wan);
+    EXPECT_TRUE(violations(wan).empty()) << mode;  // diloco: SparseLoCo (the momentum moves into the push)
+    Recipe sign = r;
+    sign.accelerators.compression = "sign";
+    v = violations(sign);
     if (std::string(mode) == "diloco") {
-      // The outer momentum needs the exact mean delta: only the answer may be sparsified.
+      // Plain error feedback before the outer momentum: the held-back residual would come back amplified.
       ASSERT_EQ(v.size(), 1u);
-      EXPECT_EQ(v[0].rfind("accelerators.links.local_to_global: sync.mode: diloco steps its outer optimizer", 0), 0u)
+      EXPECT_EQ(v[0].rfind("accelerators.links.local_to_global: sync.mode: diloco steps its outer momentum", 0), 0u)
           << v[0];
-      EXPECT_NE(v[0].find("{local_to_global: fp16, global_to_local: bsc}"), std::string::npos) << v[0];
+      EXPECT_NE(v[0].find("{local_to_global: fp16, global_to_local: sign}"), std::string::npos) << v[0];
       Recipe answer_only = r;
       answer_only.accelerators.local_to_global = "fp16";
-      answer_only.accelerators.global_to_local = "bsc";
+      answer_only.accelerators.global_to_local = "sign";
       EXPECT_TRUE(violations(answer_only).empty());
     } else {
       EXPECT_TRUE(v.empty()) << mode;
@@ -255,9 +264,7 @@ TEST(AveragingRulesTest, AcceleratorsTheModesCannotUseAreRefused) {
 }
 
 // accelerators.bsc.momentum (DGC's momentum correction) with a bsc push of model deltas: refused for every
-// averaging mode, at the key's file:line:column, with why (each delta would count 1 / (1 - m) = 10 times). diloco
-// refuses the sparse push itself as well; its accepted links (fp16 up, bsc down) have no push that could apply
-// the momentum.
+// averaging mode, at the key's file:line:column, with why (each delta would count 1 / (1 - m) = 10 times).
 TEST(AveragingRulesTest, BscMomentumCorrectionOfModelDeltasIsRefused) {
   for (const char* mode : {"hfa", "diloco", "esync"}) {
     const std::string yaml = std::string("topology:\n") +
@@ -277,16 +284,47 @@ TEST(AveragingRulesTest, BscMomentumCorrectionOfModelDeltasIsRefused) {
         "would count each delta about 1 / (1 - momentum) = 10 times; set accelerators.bsc.momentum to 0 (the "
         "workers' optimizer keeps its momentum)";
     const std::vector<std::string> lines = recipe_testing::ErrorLines(yaml);
-    const bool diloco = std::string(mode) == "diloco";
-    ASSERT_EQ(lines.size(), diloco ? 2u : 1u) << mode;
-    EXPECT_NE(std::find(lines.begin(), lines.end(), momentum_error), lines.end())
-        << mode << ": " << lines[0] << (lines.size() > 1 ? "\n" + lines[1] : "");
-    if (diloco) {
-      (void)recipe_testing::MustParse(yaml, {"accelerators.links.local_to_global=fp16"});  // no push to correct
-    } else {
-      (void)recipe_testing::MustParse(yaml, {"accelerators.bsc.momentum=0"});  // without the correction: fine
-    }
+    ASSERT_EQ(lines.size(), 1u) << mode;
+    EXPECT_EQ(lines[0], momentum_error) << mode;
+    (void)recipe_testing::MustParse(yaml, {"accelerators.bsc.momentum=0"});  // without the correction: fine
   }
+}
+
+// diloco with a sparsifying WAN push runs SparseLoCo, whose outer lr and momentum (the error feedback's decay)
+// default to 1 and 0.95 instead of DiLoCo's 0.7 and 0.9; keys the recipe or a flag set are kept; other links
+// keep DiLoCo's defaults.
+TEST(AveragingRulesTest, DilocoWithASparsePushDefaultsToSparseLoCoSettings) {
+  const std::string yaml = "topology:\n"
+                           "  datacentres:\n"
+                           "    - {name: dc-a, workers: 2, servers: 1}\n"
+                           "    - {name: dc-b, workers: 2, servers: 1}\n"
+                           "sync: {mode: diloco}\n";
+  Recipe dense = recipe_testing::MustParse(yaml);
+  EXPECT_EQ(dense.sync.outer_lr, 0.7f);
+  EXPECT_EQ(dense.sync.outer_momentum, 0.9f);
+  for (const char* push : {"bsc", "mpq"}) {
+    Recipe sparse = recipe_testing::MustParse(yaml, {std::string("accelerators.links.local_to_global=") + push});
+    EXPECT_EQ(sparse.sync.outer_lr, 1.0f) << push;
+    EXPECT_EQ(sparse.sync.outer_momentum, 0.95f) << push;
+  }
+  Recipe preset = recipe_testing::MustParse(yaml, {"accelerators.compression=bsc"});
+  EXPECT_EQ(preset.sync.outer_lr, 1.0f);
+  Recipe answer_only = recipe_testing::MustParse(
+      yaml, {"accelerators.links.local_to_global=fp16", "accelerators.links.global_to_local=bsc"});
+  EXPECT_EQ(answer_only.sync.outer_lr, 0.7f);
+  EXPECT_EQ(answer_only.sync.outer_momentum, 0.9f);
+  Recipe given = recipe_testing::MustParse(yaml + "accelerators: {compression: bsc}\n",
+                                           {"sync.outer.momentum=0.8"});
+  EXPECT_EQ(given.sync.outer_lr, 1.0f);
+  EXPECT_EQ(given.sync.outer_momentum, 0.8f);
+  Recipe given_lr = recipe_testing::MustParse(
+      "topology:\n  datacentres:\n    - {name: dc-a, workers: 1, servers: 1}\n"
+      "    - {name: dc-b, workers: 1, servers: 1}\n"
+      "sync: {mode: diloco, outer: {lr: 0.5}}\naccelerators: {compression: bsc}\n");
+  EXPECT_EQ(given_lr.sync.outer_lr, 0.5f);
+  EXPECT_EQ(given_lr.sync.outer_momentum, 0.95f);
+  Recipe hfa = recipe_testing::MustParse(yaml, {"sync.mode=hfa", "accelerators.compression=bsc"});
+  EXPECT_EQ(hfa.sync.outer_lr, 0.7f);  // not hfa's key
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Frames, compressors and the FP16 conversion (comm/compression/compressor.h, fp16.h).
 #include "comm/compression/compressor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -294,6 +295,62 @@ TEST(Bsc, MomentumCorrectionAndMasking) {
   EXPECT_EQ(st.residual, (std::vector<float>{0, 2.5f, 2.5f, 2.5f}));
 }
 
+// residual_decay b (SparseLoCo's error feedback, diloco with a sparse push): v = b*v + g before the selection.
+TEST(Bsc, ResidualDecayHandBuilt) {
+  CompressorConfig c;
+  c.ratio = 0.25f;
+  c.residual_decay = 0.5f;
+  auto bsc = Make("bsc", c);
+  CompressorState st;
+  Bytes f = *bsc->Encode(std::vector<float>{4, 1, 1, 1}, st);  // v = g: sends index 0
+  EXPECT_EQ(Decode(f), (std::vector<float>{4, 0, 0, 0}));
+  EXPECT_EQ(st.residual, (std::vector<float>{0, 1, 1, 1}));
+  f = *bsc->Encode(std::vector<float>{4, 1, 1, 1}, st);  // v = 0.5 {0, 1, 1, 1} + g = {4, 1.5, 1.5, 1.5}
+  EXPECT_EQ(Decode(f), (std::vector<float>{4, 0, 0, 0}));
+  EXPECT_EQ(st.residual, (std::vector<float>{0, 1.5f, 1.5f, 1.5f}));
+  f = *bsc->Encode(std::vector<float>{0, 2, 0, -1}, st);  // v = {0, 2.75, 0.75, -0.25}
+  EXPECT_EQ(Decode(f), (std::vector<float>{0, 2.75f, 0, 0}));
+  EXPECT_EQ(st.residual, (std::vector<float>{0, 0, 0.75f, -0.25f}));
+  // Without decay the same pushes keep everything: the residual would be {0, 0, 2, 1}.
+}
+
+// Against a naive reference kept in double: r = b r + g; the k largest |r| are sent and leave r. Every sent value
+// equals the reference's, no unsent |r| exceeds a sent one, and the residual is the reference's r.
+TEST(Bsc, ResidualDecayMatchesANaiveReference) {
+  CompressorConfig c;
+  c.ratio = 0.05f;
+  c.residual_decay = 0.9f;
+  auto bsc = Make("bsc", c);
+  const size_t n = 400;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<double> ref(n, 0.0);
+  CompressorState st;
+  for (int step = 0; step < 30; ++step) {
+    std::vector<float> g(n);
+    for (float& x : g) x = normal(rng);
+    for (size_t i = 0; i < n; ++i) ref[i] = 0.9 * ref[i] + g[i];
+    Result<Bytes> f = bsc->Encode(g, st);
+    ASSERT_TRUE(f.ok());
+    const std::vector<float> sent = Decode(*f);
+    double smallest_sent = 1e30, largest_kept = 0;
+    size_t count = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (sent[i] != 0.0f) {
+        ++count;
+        ASSERT_NEAR(sent[i], ref[i], 1e-4) << "step " << step << " index " << i;
+        smallest_sent = std::min(smallest_sent, std::fabs(ref[i]));
+        ref[i] = 0.0;
+      } else {
+        largest_kept = std::max(largest_kept, std::fabs(ref[i]));
+      }
+    }
+    EXPECT_EQ(count, 20u) << "step " << step;
+    EXPECT_GE(smallest_sent, largest_kept - 1e-4) << "step " << step;
+    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(st.residual[i], ref[i], 1e-4) << "step " << step << " index " << i;
+  }
+}
+
 TEST(Bsc, RefusesBadConfigAndChangedLengths) {
   for (float r : {0.0f, 1.0f, -0.5f, std::numeric_limits<float>::quiet_NaN()}) {
     CompressorConfig c;
@@ -303,6 +360,16 @@ TEST(Bsc, RefusesBadConfigAndChangedLengths) {
   CompressorConfig c;
   c.momentum = 1.0f;
   EXPECT_EQ(MakeCompressor("bsc", c).status().code(), StatusCode::kInvalidArgument);
+  for (float d : {-0.1f, 1.5f, std::numeric_limits<float>::quiet_NaN()}) {
+    CompressorConfig decay;
+    decay.residual_decay = d;
+    EXPECT_EQ(MakeCompressor("bsc", decay).status().code(), StatusCode::kInvalidArgument) << d;
+  }
+  for (float d : {0.0f, 1.0f}) {
+    CompressorConfig decay;
+    decay.residual_decay = d;
+    EXPECT_TRUE(MakeCompressor("bsc", decay).ok()) << d;
+  }
   EXPECT_EQ(MakeCompressor("zip", {}).status().code(), StatusCode::kNotFound);
   auto bsc = Make("bsc");
   CompressorState st;
