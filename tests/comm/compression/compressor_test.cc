@@ -280,11 +280,17 @@ TEST(Bsc, SampledSelectionUsesFreshRandomnessEachCall) {
   EXPECT_FALSE(counts[0] == counts[1] && counts[1] == counts[2] && counts[2] == counts[3]);
 }
 
-TEST(Bsc, MomentumCorrectionAndMasking) {
+// bsc keeping one of four values, with momentum correction `momentum` and residual decay `decay`.
+std::unique_ptr<Compressor> OneOfFour(float momentum, float decay) {
   CompressorConfig c;
   c.ratio = 0.25f;
-  c.momentum = 0.5f;
-  auto bsc = Make("bsc", c);
+  c.momentum = momentum;
+  c.residual_decay = decay;
+  return Make("bsc", c);
+}
+
+TEST(Bsc, MomentumCorrectionAndMasking) {
+  auto bsc = OneOfFour(0.5f, 1.0f);
   CompressorState st;
   const std::vector<float> g = {4, 1, 1, 1};
   Bytes f = *bsc->Encode(g, st);  // u = g, v = g: sends index 0
@@ -297,10 +303,7 @@ TEST(Bsc, MomentumCorrectionAndMasking) {
 
 // residual_decay b (SparseLoCo's error feedback, diloco with a sparse push): v = b*v + g before the selection.
 TEST(Bsc, ResidualDecayHandBuilt) {
-  CompressorConfig c;
-  c.ratio = 0.25f;
-  c.residual_decay = 0.5f;
-  auto bsc = Make("bsc", c);
+  auto bsc = OneOfFour(0.0f, 0.5f);
   CompressorState st;
   Bytes f = *bsc->Encode(std::vector<float>{4, 1, 1, 1}, st);  // v = g: sends index 0
   EXPECT_EQ(Decode(f), (std::vector<float>{4, 0, 0, 0}));
