@@ -1,7 +1,8 @@
 // Compressed WAN links under the averaging modes, through their policies on both tiers (policy_harness.h):
-//   * diloco + bsc: the global server compresses its answer after the outer Nesterov step with its own error
-//     feedback, so the answer stays top-k sparse over many syncs, and what was sent plus the global server's
-//     residual equals the sum of the dense outer updates (computed independently here, in double);
+//   * diloco with exact deltas up and bsc answers: the global server compresses its answer after the outer
+//     Nesterov step with its own error feedback, so the answer stays top-k sparse over many syncs, and what was
+//     sent plus the global server's residual equals the sum of the dense outer updates (computed independently
+//     here, in double);
 //   * hfa + bsc: the local servers' error feedback on a hand-built case (what the data centres hold plus the
 //     residuals over the workers equals the sum of the workers' mean deltas).
 #include <algorithm>
@@ -71,7 +72,7 @@ TEST(DilocoCompressionTest, AnswersStayTopKSparseAndSentPlusResidualIsTheOuterUp
   settings.outer_lr = static_cast<float>(kLr);
   settings.outer_momentum = static_cast<float>(kMu);
   comm::LinkSchemes schemes;
-  schemes.local_to_global = comm::LinkScheme::kNone;  // the exact deltas go up (diloco's rule)
+  schemes.local_to_global = comm::LinkScheme::kNone;  // exact deltas up (a bsc push would run SparseLoCo)
   schemes.global_to_local = comm::LinkScheme::kBsc;
   comm::LinkParams params;
   params.size_lower_bound = 100;
