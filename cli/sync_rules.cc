@@ -211,7 +211,7 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
     }
   }
   // sign and int8 (LinkSchemeDef::feedback_answers) keep an error-feedback residual on every link they encode, so
-  // what they carry must be increments the receiver adds up: not weights, and not diloco's delta before its momentum.
+  // what they carry must be increments the receiver adds up: not weights, nor diloco's delta before its momentum.
   auto feedback = [](comm::LinkScheme k) {
     const comm::LinkSchemeDef* d = comm::LinkSchemeOf(k);
     return d != nullptr && d->feedback_answers;
@@ -239,10 +239,6 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
     }
   }
 }
-
-}  // namespace
-
-namespace {
 
 // What the modes' rules and defaults see of a recipe with a topology.
 sync::SyncRuleInput RuleInputOf(const Recipe& recipe, const comm::LinkSchemes& links) {

@@ -185,7 +185,8 @@ Status ServeDataCentre(const ClusterConfig& c, int dc_index, int rank, sync::Syn
   auto upper = std::make_unique<comm::KvWorker>(&global_po, kAppId, global_layout);
   comm::SendPathOptions upward = c.global_send;
   upward.counters = env.traffic;
-  GEOMX_ASSIGN_OR_RETURN(auto upper_link, comm::KvLink::Create(upper.get(), mode.UpperCodec(c.links.global), upward));
+  GEOMX_ASSIGN_OR_RETURN(auto upper_link,
+                         comm::KvLink::Create(upper.get(), mode.UpperCodec(c.links.global), upward));
   GEOMX_ASSIGN_OR_RETURN(auto upper_aux, comm::KvLink::Create(upper.get(), comm::TierCodec{}));
 
   // Downward: the server of its data centre's tier (its Postoffice starts once the policy can serve).

@@ -5,7 +5,7 @@
 //           exact deltas (none or fp16 up) a sparsifying answer link gets the top-k of the outer update with the
 //           global server's error feedback; with a sparsifying push (bsc, mpq) the momentum moves into the
 //           local servers' error feedback, which decays by sync.outer.momentum, and the global server steps
-//           those slices with SGD (SparseLoCo; both in averaging.h)
+//           plain SGD (SparseLoCo; both in averaging.h)
 #include <functional>
 #include <string>
 
@@ -99,7 +99,7 @@ GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
 
 // diloco with a sparsifying WAN push runs SparseLoCo (averaging.h): its outer step is plain SGD and the momentum
 // is the decay of the push's error feedback, so DiLoCo's dense defaults (lr 0.7, Nesterov 0.9) do not carry
-// over. Unless the recipe sets them: lr 1 (every selected value lands whole, as in hfa) and decay 0.95. On
+// over. Keys the recipe leaves out become lr 1 (every selected value lands whole, as in hfa) and decay 0.95. On
 // GEO-2x2 (docs/synchronization.md) lr 0.7 / 0.9 ended 1.2 points below hfa+bsc, lr 1 / 0.95 level with it.
 void DilocoDefaults(const SyncRuleInput& in, const std::function<bool(const std::string&)>& given, SyncSettings* s) {
   const comm::LinkScheme push = in.links.local_to_global;

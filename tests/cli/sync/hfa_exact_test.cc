@@ -62,7 +62,8 @@ struct SparseLoCoReplay {
   size_t bound;
   Weights e_a, e_b;  // the two local servers' error feedback
 
-  Weights Send(const Weights& delta, Weights* e) const {
+  // Not const: `e` is one of this replay's own buffers.
+  Weights Send(const Weights& delta, Weights* e) {
     Weights sent = delta;
     if (e->empty()) {
       *e = delta;
@@ -161,7 +162,8 @@ std::vector<std::vector<Weights>> Replay(const Recipe& r, std::optional<SparseLo
             delta_b[p][j] = (avg_b[p][j] - milestone[p][j]) * 2.0f;
           }
         }
-        const Weights sent_a = sparse->Send(delta_a, &sparse->e_a), sent_b = sparse->Send(delta_b, &sparse->e_b);
+        const Weights sent_a = sparse->Send(delta_a, &sparse->e_a);
+        const Weights sent_b = sparse->Send(delta_b, &sparse->e_b);
         milestone = Combine({&milestone, &sent_a, &sent_b}, {1.0, r.sync.outer_lr / 4.0, r.sync.outer_lr / 4.0});
         after.assign(kWorkers, milestone);
       } else if ((sync + 1) % r.sync.k2 == 0) {
