@@ -290,7 +290,8 @@ std::vector<RecipeKey> BuildTable() {
        .allowed = SyncModeNames(), .noun = "sync mode",
        .help = "With a topology: fsa = synchronous on both tiers; mixed = synchronous inside a data centre, "
        "asynchronous between them; hfa = k1 local steps, k2 local averages per global average; diloco = hfa "
-       "with an outer Nesterov optimizer; esync = per-worker local steps set by a state server."},
+       "with an outer Nesterov optimizer (SparseLoCo with a bsc or mpq push); esync = per-worker local steps set "
+       "by a state server."},
       {.path = "sync.max_staleness", .field = [](R r) -> F { return &r.sync.max_staleness; }, .range = AtLeast(0),
        .help = "mixed: an update is applied only if at most this many other updates of its key were applied "
        "since its data centre read the weights (faster data centres wait); 0 = no bound."},

@@ -110,7 +110,7 @@ void DilocoDefaults(const SyncRuleInput& in, const std::function<bool(const std:
 
 GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
     .name = "diloco",
-    .help = "hfa with an outer Nesterov optimizer on the averaged model delta (sync.outer.lr, momentum)",
+    .help = "hfa with an outer Nesterov optimizer on the averaged model delta (SparseLoCo with a sparse push)",
     .traits = {.averages_models = true, .steps_on_gradients = false, .outer_momentum = true,
                .overlaps_wan_sync = true},
     .create = CreateDiloco,
