@@ -187,8 +187,7 @@ void CommonRules(const Recipe& recipe, const comm::LinkSchemes& links, std::vect
   }
   const bool optimizer_momentum =
       (recipe.optimizer.name == "momentum" || recipe.optimizer.name == "nesterov") && recipe.optimizer.momentum > 0;
-  const bool sparse_wan_push =
-      links.local_to_global == comm::LinkScheme::kBsc || links.local_to_global == comm::LinkScheme::kMpq;
+  const bool sparse_wan_push = comm::SparsifiesLargeSlices(links.local_to_global, /*wan=*/true);
   const bool bsc_push = sparse_wan_push || links.worker_to_local == comm::LinkScheme::kBsc;
   // accelerators.bsc.momentum is DGC's momentum correction: the encoder of a bsc push accumulates a velocity of
   // what it is pushed (answers never use it). Gradient modes: only instead of the optimizer's momentum.

@@ -310,18 +310,14 @@ class AveragingLocalServer final : public ServerPolicy {
 
 }  // namespace
 
-bool SparsifiesLargeSlices(const comm::LinkCodecConfig& link) {
-  return link.scheme == comm::LinkScheme::kBsc || (link.scheme == comm::LinkScheme::kMpq && link.wan);
-}
-
 bool MomentumInPush(const OuterRule& rule, const comm::TierCodec& tier) {
-  return rule.momentum_in_push && tier.compressed && SparsifiesLargeSlices(tier.push);
+  return rule.momentum_in_push && tier.compressed && comm::SparsifiesLargeSlices(tier.push.scheme, tier.push.wan);
 }
 
 AnswerSparsifier AnswerSparsifierOf(const OuterRule& rule, const comm::TierCodec& tier) {
   AnswerSparsifier s;
   const comm::LinkCodecConfig& answer = tier.answer;
-  s.enabled = rule.sparse_answer && tier.compressed && SparsifiesLargeSlices(answer);
+  s.enabled = rule.sparse_answer && tier.compressed && comm::SparsifiesLargeSlices(answer.scheme, answer.wan);
   s.size_lower_bound = answer.size_lower_bound;
   s.bsc = answer.bsc;
   s.bsc.momentum = 0.0f;  // error feedback only: the outer optimizer has the momentum

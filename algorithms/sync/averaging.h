@@ -62,9 +62,6 @@ struct OuterRule {
   bool momentum_in_push = false;
 };
 
-// Whether `link` sends the slices of at least its size_lower_bound elements as a top-k with error feedback (bsc;
-// mpq on the WAN).
-bool SparsifiesLargeSlices(const comm::LinkCodecConfig& link);
 // Whether a global tier with `tier`'s codec runs `rule` as SparseLoCo: rule.momentum_in_push and a compressed
 // tier whose push sparsifies large slices.
 bool MomentumInPush(const OuterRule& rule, const comm::TierCodec& tier);

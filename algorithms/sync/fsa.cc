@@ -244,7 +244,7 @@ Result<std::unique_ptr<WorkerSync>> MakeFsaWorker(const WorkerArgs& args) {
 void CheckWeightsDown(const SyncRuleInput& in, const std::string& why, const std::string& fix_suffix,
                       std::vector<RuleViolation>* out) {
   const comm::LinkScheme down = in.links.global_to_local;
-  if (down != comm::LinkScheme::kBsc && down != comm::LinkScheme::kMpq) return;
+  if (!comm::SparsifiesLargeSlices(down, /*wan=*/true)) return;
   std::string message = "'";
   message += comm::LinkSchemeName(down);
   message += "' sends the sparse aggregate of gradients down, but with " + why +

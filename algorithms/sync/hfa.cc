@@ -102,8 +102,7 @@ GEOMX_REGISTER_SYNC_MODE((SyncModeDef{
 // over. Keys the recipe leaves out become lr 1 (every selected value lands whole, as in hfa) and decay 0.95. On
 // GEO-2x2 (docs/synchronization.md) lr 0.7 / 0.9 ended 1.2 points below hfa+bsc, lr 1 / 0.95 level with it.
 void DilocoDefaults(const SyncRuleInput& in, const std::function<bool(const std::string&)>& given, SyncSettings* s) {
-  const comm::LinkScheme push = in.links.local_to_global;
-  if (push != comm::LinkScheme::kBsc && push != comm::LinkScheme::kMpq) return;
+  if (!comm::SparsifiesLargeSlices(in.links.local_to_global, /*wan=*/true)) return;
   if (!given("sync.outer.lr")) s->outer_lr = 1.0f;
   if (!given("sync.outer.momentum")) s->outer_momentum = 0.95f;
 }

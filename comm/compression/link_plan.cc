@@ -32,6 +32,10 @@ Result<LinkSchemes> ResolveLinkSchemes(std::string_view preset, const LinkOverri
   return s;
 }
 
+bool SparsifiesLargeSlices(LinkScheme scheme, bool wan) {
+  return scheme == LinkScheme::kBsc || (scheme == LinkScheme::kMpq && wan);
+}
+
 namespace {
 
 LinkCodecConfig Config(LinkScheme scheme, bool push, bool wan, const LinkParams& p) {

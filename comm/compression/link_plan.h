@@ -25,6 +25,9 @@ namespace geomx::comm {
 
 // The registered name of `scheme` ("none", "fp16", "bsc", "mpq", "sign", "int8"); "?" when unregistered.
 const char* LinkSchemeName(LinkScheme scheme);
+// Whether `scheme` on a WAN (`wan`) or LAN link sends its slices of at least size_lower_bound elements as a
+// top-k (bsc; mpq on the WAN only).
+bool SparsifiesLargeSlices(LinkScheme scheme, bool wan);
 
 struct LinkSchemes {
   LinkScheme worker_to_local = LinkScheme::kNone;
